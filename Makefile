@@ -1,0 +1,43 @@
+# The two commands: `make run` serves on http://localhost:8080, `make test` runs every test.
+# Both start the private PostgreSQL and Redis they need (scripts/services.sh) and stop them afterwards.
+
+GO      ?= go
+BIN     := bin/pastebin
+PKGS    := ./...
+
+.PHONY: run test build lint bench bench-cleanup services-up services-down clean
+
+# Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
+PASTES ?= 200000
+
+build:
+	$(GO) build -o $(BIN) ./cmd/pastebin
+
+run: build
+	scripts/with-services.sh run $(BIN) serve
+
+test: lint
+	scripts/ensure-chromium.sh
+	scripts/with-services.sh test $(GO) test -count=1 -timeout 20m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+bench:
+	scripts/with-services.sh test $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# Cleanup throughput: naive loop, the subsystem with 1, 2 and 4 workers, and the set-based floor.
+# Durable PostgreSQL settings of its own (the bench profile); the table goes to artifacts/.
+bench-cleanup:
+	scripts/with-services.sh bench $(GO) run ./cmd/cleanupbench -pastes $(PASTES) $(BENCH_ARGS)
+
+services-up:
+	scripts/services.sh run up >/dev/null; scripts/services.sh run status
+
+services-down:
+	scripts/services.sh run down; scripts/services.sh test down; scripts/services.sh bench down
+
+clean: services-down
+	rm -rf bin .pastebin/run .pastebin/test .pastebin/bench

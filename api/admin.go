@@ -1,0 +1,130 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"pastebin/store"
+)
+
+// CleanupRunner starts cleanup runs; the expiry package's Expirer is one.
+type CleanupRunner interface {
+	Start(trigger string) (int64, error)
+	Workers() int
+}
+
+// adminRoutes serves /admin: operators trigger and watch cleanup. Without a configured admin token
+// every route answers that the admin API is disabled.
+func adminRoutes(cfg Config, deps Deps, ps *pasteService) http.Handler {
+	r := chi.NewRouter()
+	r.Use(requireAdmin(cfg.AdminTokenHash))
+	r.Method(http.MethodPost, "/cleanup", handleCleanupStart(ps, deps.Cleanup))
+	r.Method(http.MethodGet, "/cleanup/runs", handleCleanupRuns(ps))
+	r.Method(http.MethodGet, "/cleanup/runs/{id}", handleCleanupRun(ps))
+	r.Method(http.MethodGet, "/cleanup/backlog", handleCleanupBacklog(ps))
+	return r
+}
+
+// requireAdmin lets through requests whose bearer token hashes to tokenHash, compared in constant time.
+func requireAdmin(tokenHash []byte) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(tokenHash) == 0 {
+				writeProblem(w, r, errAdminDisabled.withDetail("The admin API is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
+				return
+			}
+			token, ok := bearerToken(r)
+			got := sha256.Sum256([]byte(token))
+			if !ok || subtle.ConstantTimeCompare(got[:], tokenHash) != 1 {
+				writeProblem(w, r, errUnauthorized.withDetail("Send the admin token as Authorization: Bearer <token>."))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// handleCleanupStart handles POST /admin/cleanup: a run starts now, in the background, and the answer
+// is its id. While a run is in progress in this process the answer is that run.
+func handleCleanupStart(ps *pasteService, cleanup CleanupRunner) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cleanup == nil || cleanup.Workers() == 0 {
+			writeProblem(w, r, errCleanupDisabled.withDetail("This process runs no cleanup workers (PASTEBIN_CLEANUP_WORKERS=0)."))
+			return
+		}
+		id, err := cleanup.Start("admin")
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		run, err := ps.store.Run(r.Context(), id)
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Location", "/admin/cleanup/runs/"+strconv.FormatInt(id, 10))
+		writeJSON(w, http.StatusAccepted, run)
+	})
+}
+
+// handleCleanupRuns handles GET /admin/cleanup/runs: the latest runs of every replica, newest first.
+func handleCleanupRuns(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		limit := 50
+		if v := r.URL.Query().Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 1000 {
+				writeProblem(w, r, errBadRequest.withDetail("limit must be a number from 1 to 1000."))
+				return
+			}
+			limit = n
+		}
+		runs, err := ps.store.Runs(r.Context(), limit)
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		if runs == nil {
+			runs = []store.Run{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"runs": runs})
+	})
+}
+
+// handleCleanupRun handles GET /admin/cleanup/runs/{id}, live while the run goes.
+func handleCleanupRun(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+		if err != nil {
+			writeProblem(w, r, errRunNotFound.withDetail("Run ids are numbers."))
+			return
+		}
+		run, err := ps.store.Run(r.Context(), id)
+		if err == store.ErrNotFound {
+			writeProblem(w, r, errRunNotFound.withDetail("There is no cleanup run with this id."))
+			return
+		}
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, run)
+	})
+}
+
+// handleCleanupBacklog handles GET /admin/cleanup/backlog: the work waiting for cleanup.
+func handleCleanupBacklog(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := ps.store.Backlog(r.Context())
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, b)
+	})
+}

@@ -1,0 +1,288 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Limits on the small create options.
+const (
+	maxTitleLen    = 200
+	maxLanguageLen = 32
+	maxFilenameLen = 255
+	maxFieldBytes  = 4 << 10 // any multipart field that is not the content
+)
+
+// readContent reads a paste's bytes, at most max of them, hashing them on the way. Past max it fails
+// with *http.MaxBytesError before anything is written anywhere.
+func readContent(r io.Reader, max int64) ([]byte, []byte, error) {
+	h := sha256.New()
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.TeeReader(io.LimitReader(r, max+1), h))
+	if err != nil {
+		return nil, nil, err
+	}
+	if n > max {
+		return nil, nil, &http.MaxBytesError{Limit: max}
+	}
+	if n == 0 {
+		return nil, nil, errEmpty.withDetail("The paste has no content.")
+	}
+	return buf.Bytes(), h.Sum(nil), nil
+}
+
+// decodeCurlCreate reads a create from curl and the like: a raw body (--data-binary, -T) or a
+// multipart form (-F file=@x), with options as query parameters, headers or form fields.
+func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
+	in := createInput{filename: chi.URLParam(r, "name")}
+	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
+		return createInput{}, err
+	}
+	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var err error
+	if mediaType == "multipart/form-data" {
+		err = decodeMultipart(r, params["boundary"], max, &in)
+	} else {
+		in.content, in.hash, err = readContent(r.Body, max)
+	}
+	if err != nil {
+		return createInput{}, err
+	}
+	return in, validateOptions(&in)
+}
+
+// optionNames maps each create option to its query parameter and its header.
+var optionNames = []struct{ query, header string }{
+	{"expires_in", "Paste-Expires-In"},
+	{"burn", "Paste-Burn-After-Reading"},
+	{"title", "Paste-Title"},
+	{"language", "Paste-Language"},
+	{"filename", "Paste-Filename"},
+}
+
+// queryAndHeaderOptions collects options by query name; a query parameter wins over its header.
+func queryAndHeaderOptions(r *http.Request) map[string]string {
+	opts := map[string]string{}
+	q := r.URL.Query()
+	for _, o := range optionNames {
+		if v := r.Header.Get(o.header); v != "" {
+			opts[o.query] = v
+		}
+		if q.Has(o.query) {
+			opts[o.query] = q.Get(o.query)
+		}
+	}
+	if q.Has("burn_after_read") { // the JSON field's name, accepted here too
+		opts["burn"] = q.Get("burn_after_read")
+	}
+	return opts
+}
+
+func applyOptions(in *createInput, opts map[string]string) error {
+	for name, v := range opts {
+		switch name {
+		case "expires_in":
+			in.expiresIn = v
+		case "burn", "burn_after_read":
+			b, err := parseBool(v)
+			if err != nil {
+				return err
+			}
+			in.burn = b
+		case "title":
+			in.title = v
+		case "language":
+			in.language = v
+		case "filename":
+			in.filename = v
+		}
+	}
+	return nil
+}
+
+func parseBool(v string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "0", "false", "no", "off":
+		return false, nil
+	case "1", "true", "yes", "on":
+		return true, nil
+	}
+	return false, errBadRequest.withDetail("burn must be true or false.")
+}
+
+// decodeMultipart streams the form: the "file" part (or else the "content" field) is the paste, and
+// the other known fields are options. Nothing but the content may be large.
+func decodeMultipart(r *http.Request, boundary string, max int64, in *createInput) error {
+	if boundary == "" {
+		return errBadRequest.withDetail("multipart/form-data without a boundary.")
+	}
+	mr := multipart.NewReader(r.Body, boundary)
+	opts := map[string]string{}
+	var content, hash []byte
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return asMultipartError(err)
+		}
+		if err := readPart(part, max, in, opts, &content, &hash); err != nil {
+			return err
+		}
+	}
+	if content == nil {
+		return errEmpty.withDetail(`The form has no "file" part and no "content" field, or they are empty.`)
+	}
+	in.content, in.hash = content, hash
+	return applyOptions(in, opts)
+}
+
+func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]string, content, hash *[]byte) error {
+	defer part.Close()
+	switch name := part.FormName(); name {
+	case "file", "content":
+		if *content != nil && name == "content" {
+			return nil // a non-empty file wins over the text field
+		}
+		c, h, err := readContent(part, max)
+		if err != nil && !errors.Is(err, errEmpty) {
+			return asMultipartError(err)
+		}
+		if c != nil {
+			*content, *hash = c, h
+			if name == "file" && in.filename == "" {
+				in.filename = part.FileName()
+			}
+		}
+	case "expires_in", "burn", "burn_after_read", "title", "language", "filename":
+		v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
+		if err != nil {
+			return asMultipartError(err)
+		}
+		if len(v) > maxFieldBytes {
+			return errBadRequest.withDetail("The form field " + strconv.Quote(name) + " is too long.")
+		}
+		opts[name] = string(v)
+	}
+	return nil
+}
+
+// asMultipartError keeps a size error (413) and calls anything else a malformed form (400).
+func asMultipartError(err error) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return err
+	}
+	return errBadRequest.withDetail("Malformed multipart form: " + err.Error())
+}
+
+// jsonCreate is the body of POST /api/v1/pastes.
+type jsonCreate struct {
+	Content       *string         `json:"content"`
+	ExpiresIn     json.RawMessage `json:"expires_in"`
+	BurnAfterRead bool            `json:"burn_after_read"`
+	Title         string          `json:"title"`
+	Language      string          `json:"language"`
+	Filename      string          `json:"filename"`
+}
+
+// decodeJSONCreate reads a JSON create. The body may be larger than the paste limit, since JSON
+// escapes text, but the content itself may not.
+func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
+	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mediaType != "application/json" {
+		return createInput{}, errMediaType.withDetail("Send the paste as application/json.")
+	}
+	var body jsonCreate
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return createInput{}, &http.MaxBytesError{Limit: max}
+		}
+		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
+	}
+	if dec.More() {
+		return createInput{}, errBadRequest.withDetail("Malformed JSON: more than one value in the body.")
+	}
+	return jsonInput(body, max)
+}
+
+func jsonInput(body jsonCreate, max int64) (createInput, error) {
+	if body.Content == nil || *body.Content == "" {
+		return createInput{}, errEmpty.withDetail(`The "content" field is missing or empty.`)
+	}
+	if int64(len(*body.Content)) > max {
+		return createInput{}, &http.MaxBytesError{Limit: max}
+	}
+	expiresIn, err := jsonExpiresIn(body.ExpiresIn)
+	if err != nil {
+		return createInput{}, err
+	}
+	content := []byte(*body.Content)
+	h := sha256.Sum256(content)
+	in := createInput{
+		content: content, hash: h[:], title: body.Title, language: body.Language,
+		filename: body.Filename, burn: body.BurnAfterRead, expiresIn: expiresIn,
+	}
+	return in, validateOptions(&in)
+}
+
+// jsonExpiresIn accepts expires_in as a string ("1h", "never") or a number of seconds.
+func jsonExpiresIn(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return "", errBadExpiry.withDetail("expires_in is empty.")
+		}
+		return s, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil {
+		if _, err := n.Int64(); err == nil {
+			return n.String(), nil
+		}
+	}
+	return "", errBadExpiry.withDetail("expires_in must be a string such as \"1h\" or a whole number of seconds.")
+}
+
+// validateOptions checks and tidies the small options shown back to readers.
+func validateOptions(in *createInput) error {
+	in.title = strings.TrimSpace(in.title)
+	in.language = strings.ToLower(strings.TrimSpace(in.language))
+	in.filename = strings.TrimSpace(in.filename)
+	switch {
+	case !printable(in.title) || utf8.RuneCountInString(in.title) > maxTitleLen:
+		return errBadRequest.withDetail("title must be printable text of at most 200 characters.")
+	case len(in.language) > maxLanguageLen || strings.ContainsFunc(in.language, notLanguageRune):
+		return errBadRequest.withDetail("language must be a short name such as go, python or c++.")
+	case !printable(in.filename) || len(in.filename) > maxFilenameLen || strings.ContainsAny(in.filename, `/\"`):
+		return errBadRequest.withDetail("filename must be a plain file name of at most 255 bytes.")
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
+}
+
+func notLanguageRune(r rune) bool {
+	return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || strings.ContainsRune("+#-._", r))
+}

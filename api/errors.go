@@ -1,0 +1,177 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"pastebin/store"
+)
+
+// problem is an error the client can act on, answered as RFC 9457 problem details. Its type is a
+// stable relative URI, /problems/<name>, documented at that address.
+type problem struct {
+	status int
+	name   string // the last segment of the type URI
+	title  string
+	detail string
+}
+
+func (p *problem) Error() string { return p.name + ": " + p.detail }
+
+// Is makes every occurrence of a problem match its kind: errors.Is(err, errEmpty) holds for
+// errEmpty.withDetail(...) too.
+func (p *problem) Is(target error) bool {
+	t, ok := target.(*problem)
+	return ok && t.name == p.name
+}
+
+// withDetail returns a copy of p explaining this occurrence.
+func (p *problem) withDetail(detail string) *problem {
+	q := *p
+	q.detail = detail
+	return &q
+}
+
+// The problems this API answers. Their names are part of the contract (openapi.yaml).
+var (
+	errNotFound         = &problem{status: http.StatusNotFound, name: "not-found", title: "No such paste"}
+	errGone             = &problem{status: http.StatusGone, name: "gone", title: "Paste expired or deleted"}
+	errForbidden        = &problem{status: http.StatusForbidden, name: "forbidden", title: "Wrong delete token"}
+	errUnauthorized     = &problem{status: http.StatusUnauthorized, name: "unauthorized", title: "Missing or malformed token"}
+	errTooLarge         = &problem{status: http.StatusRequestEntityTooLarge, name: "too-large", title: "Paste too large"}
+	errEmpty            = &problem{status: http.StatusBadRequest, name: "empty-content", title: "Paste is empty"}
+	errBadExpiry        = &problem{status: http.StatusBadRequest, name: "invalid-expiry", title: "Invalid expiry"}
+	errBadRequest       = &problem{status: http.StatusBadRequest, name: "malformed-request", title: "Malformed request"}
+	errMediaType        = &problem{status: http.StatusUnsupportedMediaType, name: "unsupported-media-type", title: "Unsupported content type"}
+	errBadIdempotency   = &problem{status: http.StatusBadRequest, name: "invalid-idempotency-key", title: "Invalid Idempotency-Key"}
+	errKeyReused        = &problem{status: http.StatusUnprocessableEntity, name: "idempotency-key-reused", title: "Idempotency-Key reused"}
+	errStorage          = &problem{status: http.StatusServiceUnavailable, name: "storage-unavailable", title: "Storage unavailable"}
+	errRouteNotFound    = &problem{status: http.StatusNotFound, name: "route-not-found", title: "No such route"}
+	errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed, name: "method-not-allowed", title: "Method not allowed"}
+	errInternal         = &problem{status: http.StatusInternalServerError, name: "internal", title: "Internal error"}
+	errAdminDisabled    = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
+	errCleanupDisabled  = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
+	errRunNotFound      = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
+)
+
+// problems lists every problem by name, for the /problems pages.
+var problems = []*problem{
+	errNotFound, errGone, errForbidden, errUnauthorized, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
+	errMediaType, errBadIdempotency, errKeyReused, errStorage, errRouteNotFound, errMethodNotAllowed, errInternal,
+	errAdminDisabled, errCleanupDisabled, errRunNotFound,
+}
+
+// asProblem maps any error to the problem the client sees. Errors it does not know are internal:
+// logged once here with the route, shown to the client as "internal error" and nothing more.
+func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
+	var p *problem
+	var tooBig *http.MaxBytesError
+	var gone *store.GoneError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &gone):
+		return errGone.withDetail(goneDetail(gone.Reason))
+	case errors.Is(err, store.ErrGone):
+		return errGone.withDetail("This paste has expired or was deleted.")
+	case errors.Is(err, store.ErrNotFound):
+		return errNotFound.withDetail("There is no paste with this code.")
+	case errors.Is(err, store.ErrForbidden):
+		return errForbidden.withDetail("The token does not match this paste's delete token.")
+	case errors.As(err, &tooBig):
+		return errTooLarge.withDetail("The paste is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes.")
+	case errors.Is(err, errBlobUnavailable):
+		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
+		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
+	}
+	logger.ErrorContext(r.Context(), "internal error", "route", routePattern(r), "method", r.Method, "err", err)
+	return errInternal.withDetail("internal error")
+}
+
+func goneDetail(reason string) string {
+	switch reason {
+	case store.ReasonOwner:
+		return "This paste was deleted by its owner."
+	case store.ReasonBurned:
+		return "This paste was burned after reading."
+	default:
+		return "This paste has expired."
+	}
+}
+
+// errBlobUnavailable wraps failures of S3 writes and reads, which clients see as 503.
+var errBlobUnavailable = errors.New("blob store unavailable")
+
+// problemBody is the RFC 9457 JSON shape.
+type problemBody struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// writeProblem answers p as application/problem+json.
+func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
+	if p.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pastebin"`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Cache-Control", "no-store")
+	h.Del("Content-Length")
+	h.Del("ETag")
+	h.Del("Content-Disposition")
+	w.WriteHeader(p.status)
+	if r.Method == http.MethodHead {
+		return
+	}
+	_ = json.NewEncoder(w).Encode(problemBody{
+		Type: "/problems/" + p.name, Title: p.title, Status: p.status, Detail: p.detail, Instance: r.URL.Path,
+	})
+}
+
+func routePattern(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		return rc.RoutePattern()
+	}
+	return "unmatched"
+}
+
+// handleProblemTypes lists every problem type: the documentation its type URIs point at.
+func handleProblemTypes() http.Handler {
+	sorted := append([]*problem(nil), problems...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := chi.URLParam(r, "name")
+		type entry struct {
+			Type   string `json:"type"`
+			Title  string `json:"title"`
+			Status int    `json:"status"`
+		}
+		var out []entry
+		for _, p := range sorted {
+			if name == "" || name == p.name {
+				out = append(out, entry{"/problems/" + p.name, p.title, p.status})
+			}
+		}
+		if len(out) == 0 {
+			writeProblem(w, r, errRouteNotFound.withDetail("No such problem type."))
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// writeJSON answers v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// handleHealthz answers while the process is alive.
+func handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+// readiness is the answer of /readyz.
+type readiness struct {
+	Status string            `json:"status"` // ok, degraded or unavailable
+	Checks map[string]string `json:"checks"` // postgres, redis, s3: "ok" or the error
+}
+
+// handleReadyz checks PostgreSQL, Redis and S3 at once. Without PostgreSQL or S3 nothing works, so
+// the answer is 503. Without Redis the service is slower but correct, so it stays ready (200,
+// "degraded"): taking every replica out of the load balancer for a cache outage would be worse.
+func handleReadyz(deps Deps) http.Handler {
+	pings := map[string]func(context.Context) error{
+		"postgres": deps.Store.Ping, "redis": deps.Cache.Ping, "s3": deps.Bucket.Ping,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		res := readiness{Status: "ok", Checks: map[string]string{}}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for name, ping := range pings {
+			wg.Go(func() {
+				msg := "ok"
+				if err := ping(ctx); err != nil {
+					msg = err.Error()
+				}
+				mu.Lock()
+				res.Checks[name] = msg
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		status := http.StatusOK
+		if res.Checks["redis"] != "ok" {
+			res.Status = "degraded"
+		}
+		if res.Checks["postgres"] != "ok" || res.Checks["s3"] != "ok" {
+			res.Status, status = "unavailable", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, status, res)
+	})
+}
+
+// handleOpenAPI serves the HTTP contract.
+func handleOpenAPI(spec []byte) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(spec)
+	})
+}
+
+// handleUsage answers GET / to curl with how to use the service.
+func handleUsage(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := ps.urls(r, "").Page
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(`pastebin: share text by URL.
+
+  curl --data-binary @file.txt ` + base + `
+  curl -F file=@file.txt ` + base + `
+  curl -T file.txt ` + base + `
+  echo hello | curl --data-binary @- '` + base + `?expires_in=1h&burn=true'
+
+The answer is the paste's URL and, on a second line, its delete token:
+  curl -X DELETE -H 'Authorization: Bearer <token>' ` + base + `<code>
+
+Options (query parameter or header): expires_in (10m, 1h, 1d, 1w, 30d, seconds` + neverNote(ps.cfg.Expiry) + `),
+burn=true (burn after reading), title, language, filename.
+The whole API: ` + base + `openapi.yaml
+`))
+	})
+}
+
+func neverNote(p ExpiryPolicy) string {
+	if p.AllowNever {
+		return ", never"
+	}
+	return ""
+}

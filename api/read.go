@@ -1,0 +1,186 @@
+package api
+
+import (
+	"encoding/hex"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"pastebin/store"
+)
+
+// pasteJSON is a paste's metadata as the JSON API shows it.
+type pasteJSON struct {
+	Code          string     `json:"code"`
+	URL           string     `json:"url"`
+	RawURL        string     `json:"raw_url"`
+	DeleteURL     string     `json:"delete_url,omitempty"`
+	DeleteToken   string     `json:"delete_token,omitempty"`
+	Size          int64      `json:"size"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ExpiresAt     *time.Time `json:"expires_at"`
+	BurnAfterRead bool       `json:"burn_after_read"`
+	Title         string     `json:"title"`
+	Language      string     `json:"language"`
+	Filename      string     `json:"filename"`
+}
+
+func newPasteJSON(p store.Paste, u pasteURLs) pasteJSON {
+	j := pasteJSON{
+		Code: p.Code, URL: u.Page, RawURL: u.Raw, Size: p.Size, CreatedAt: p.CreatedAt.UTC(),
+		BurnAfterRead: p.BurnAfterRead, Title: p.Title, Language: p.Language, Filename: p.Filename,
+	}
+	if !p.ExpiresAt.IsZero() {
+		t := p.ExpiresAt.UTC()
+		j.ExpiresAt = &t
+	}
+	return j
+}
+
+// handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never burns a paste.
+func handlePasteMeta(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		writeJSON(w, http.StatusOK, newPasteJSON(f.paste, ps.urls(r, f.paste.Code)))
+	})
+}
+
+// handlePasteRaw handles GET /raw/{code}, and GET /{code} for clients that do not ask for HTML:
+// the bytes, always as plain text that no browser will run.
+func handlePasteRaw(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		if f.paste.BurnAfterRead {
+			ps.serveBurn(w, r, f.paste)
+			return
+		}
+		setRawHeaders(w.Header(), r, f.paste)
+		if etagMatches(r, f.paste) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		body, err := ps.body(r.Context(), f)
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		defer body.Close()
+		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		if _, err := io.Copy(w, body); err != nil {
+			ps.logger.WarnContext(r.Context(), "raw read cut short", "code", f.paste.Code, "err", err)
+		}
+	})
+}
+
+// serveBurn serves a burn-after-reading paste to the one reader that takes it.
+func (ps *pasteService) serveBurn(w http.ResponseWriter, r *http.Request, p store.Paste) {
+	data, err := ps.burn(r.Context(), p)
+	if err != nil {
+		ps.writeError(w, r, err)
+		return
+	}
+	setRawHeaders(w.Header(), r, p)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Del("ETag")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data)
+}
+
+// handlePasteHead handles HEAD on a paste: its size, type, ETag and expiry, never its bytes, so
+// it neither reads S3 nor burns a burn-after-reading paste.
+func handlePasteHead(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		if err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		setRawHeaders(w.Header(), r, f.paste)
+		if f.paste.BurnAfterRead {
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Del("ETag")
+		} else if etagMatches(r, f.paste) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they hold.
+func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("ETag", etag(p))
+	// Revalidate on every use: a deleted paste must not live on in a browser cache (invariant 5).
+	h.Set("Cache-Control", "no-cache")
+	setExpiresHeader(h, p.ExpiresAt)
+	if _, download := r.URL.Query()["download"]; download {
+		name := p.Filename
+		if name == "" {
+			name = p.Code + ".txt"
+		}
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	}
+}
+
+// etag is the paste's content hash: the same bytes, the same tag.
+func etag(p store.Paste) string { return `"` + hex.EncodeToString(p.ContentHash) + `"` }
+
+func etagMatches(r *http.Request, p store.Paste) bool {
+	inm := r.Header.Get("If-None-Match")
+	if inm == "" {
+		return false
+	}
+	tag := etag(p)
+	for _, t := range strings.Split(inm, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == tag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// handlePasteDelete handles DELETE /api/v1/pastes/{code} and DELETE /{code}, with the owner token as
+// a bearer token. It answers 204 the first time and every time after.
+func handlePasteDelete(ps *pasteService) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok || len(token) != tokenLength {
+			ps.writeError(w, r, errUnauthorized.withDetail("Send the paste's delete token as Authorization: Bearer <token>."))
+			return
+		}
+		if err := ps.delete(r.Context(), chi.URLParam(r, "code"), token); err != nil {
+			ps.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// bearerToken reads an Authorization: Bearer header.
+func bearerToken(r *http.Request) (string, bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}

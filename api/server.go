@@ -1,0 +1,63 @@
+// Package api is the pastebin's HTTP surface: the chi router, handlers, request decoding and
+// validation, and the mapping of errors to HTTP statuses.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/blob"
+	"pastebin/cache"
+	"pastebin/store"
+)
+
+// Config is what the HTTP API needs to know.
+type Config struct {
+	BaseURL        string // public URL of the service; empty: the scheme and host each request came to
+	MaxPasteBytes  int64
+	Expiry         ExpiryPolicy
+	CacheTTL       time.Duration // longest time a paste stays in Redis
+	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
+	OpenAPISpec    []byte        // served at /openapi.yaml
+	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
+}
+
+// Deps are the services the API runs on.
+type Deps struct {
+	Logger     *slog.Logger
+	Store      *store.Store
+	Bucket     *blob.Bucket
+	Cache      *cache.Cache
+	Registry   *prometheus.Registry
+	BlobsFreed func()        // called when a delete freed a blob; may be nil
+	Cleanup    CleanupRunner // starts cleanup runs for /admin; may be nil
+	Now        func() time.Time
+}
+
+// NewServer returns the whole HTTP API as one handler.
+func NewServer(cfg Config, deps Deps) http.Handler {
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	ps := &pasteService{
+		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
+		cfg: cfg, now: now, freed: deps.BlobsFreed,
+	}
+	ps.web = newWebUI(ps)
+	return routes(cfg, deps, ps)
+}
+
+// writeError answers err: the one place an error becomes a status. Browsers asking for a page get
+// one; every other client, and every client of /api/, gets problem details.
+func (ps *pasteService) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := asProblem(r, ps.logger, err)
+	if wantsPage(r) {
+		ps.web.errorPage(w, r, p)
+		return
+	}
+	writeProblem(w, r, p)
+}

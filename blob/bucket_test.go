@@ -1,0 +1,93 @@
+package blob_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"pastebin/blob"
+	"pastebin/blob/blobtest"
+)
+
+// servers runs fn against versitygw (real S3 with signatures) and the embedded server.
+func servers(t *testing.T, fn func(t *testing.T, b *blob.Bucket)) {
+	t.Run("versitygw", func(t *testing.T) { t.Parallel(); fn(t, blobtest.New(t)) })
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		b, _ := blobtest.Embedded(t)
+		fn(t, b)
+	})
+}
+
+func TestPutGet(t *testing.T) {
+	t.Parallel()
+	servers(t, func(t *testing.T, b *blob.Bucket) {
+		ctx := context.Background()
+		h := sha256.Sum256([]byte("hello"))
+		key, err := blob.NewKey(h[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Put(ctx, key, []byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Put(ctx, key, []byte("other")); err == nil {
+			t.Error("a second put on the same key succeeded; keys must never be overwritten")
+		}
+		rc, err := b.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(got) != "hello" {
+			t.Errorf("got %q", got)
+		}
+		if _, err := b.Get(ctx, key+"-missing"); !errors.Is(err, blob.ErrNotFound) {
+			t.Errorf("missing key: %v, want ErrNotFound", err)
+		}
+		if ok, err := b.Exists(ctx, key); !ok || err != nil {
+			t.Errorf("Exists = %v, %v", ok, err)
+		}
+		if ok, err := b.Exists(ctx, key+"-missing"); ok || err != nil {
+			t.Errorf("Exists(missing) = %v, %v", ok, err)
+		}
+	})
+}
+
+// TestDeleteBatches deletes more keys than one DeleteObjects call may carry, some of them missing.
+func TestDeleteBatches(t *testing.T) {
+	t.Parallel()
+	servers(t, func(t *testing.T, b *blob.Bucket) {
+		ctx := context.Background()
+		var keys []string
+		for i := 0; i < 2100; i++ {
+			k := fmt.Sprintf("blobs/test/%05d", i)
+			if i%7 != 0 { // every seventh key never existed
+				if err := b.Put(ctx, k, []byte{byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keys = append(keys, k)
+		}
+		var listed, pages int
+		err := b.List(ctx, blob.Prefix, func(objs []blob.Object) error {
+			pages++
+			listed += len(objs)
+			return nil
+		})
+		if err != nil || listed != 1800 || pages < 2 {
+			t.Fatalf("listed %d objects in %d pages (%v), want 1800 in several pages", listed, pages, err)
+		}
+		res, err := b.Delete(ctx, keys)
+		if err != nil || len(res.Failed) != 0 || len(res.Deleted) != len(keys) {
+			t.Fatalf("deleted %d, failed %d (%v): want all %d deleted", len(res.Deleted), len(res.Failed), err, len(keys))
+		}
+		if left := blobtest.Keys(t, b); len(left) != 0 {
+			t.Errorf("%d objects left, e.g. %v", len(left), left[0])
+		}
+	})
+}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// report prints the table of medians with their ratios to the floor and to the naive loop, and
+// writes it to cfg.out.
+func (b *bench) report(results []result) error {
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "cleanup benchmark, %s, %d cores: %d expired pastes among %d, %.0f%% of pastes sharing content\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), b.cfg.expired, 2*b.cfg.expired, b.cfg.shared*100)
+	fmt.Fprintf(&buf, "medians of %d measurement(s) each, interleaved, each on a fresh copy of the same data\n\n", b.cfg.repeat)
+	floor, naive := results[0].median(), results[len(results)-1].median()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tpastes/s\tvs floor\tvs naive\truns (pastes/s)\t")
+	for _, r := range results {
+		name := r.name
+		if r.note != "" {
+			name += " (" + r.note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.1f×\t%s\t\n", name, r.median(), r.median()/floor, r.median()/naive, formatRates(r.rates))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprint(b.out, "\n"+buf.String())
+	if err := os.MkdirAll(filepath.Dir(b.cfg.out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(b.cfg.out, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "\nwritten to %s\n", b.cfg.out)
+	return nil
+}
+
+func formatRates(rates []float64) string {
+	s := make([]string, len(rates))
+	for i, r := range rates {
+		s[i] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"pastebin/api"
+)
+
+// envName is the environment variable that sets a flag: -database-url is PASTEBIN_DATABASE_URL.
+func envName(flagName string) string {
+	return "PASTEBIN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// newFlagSet returns a flag set whose usage says that each flag has an environment variable.
+func newFlagSet(name, summary string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: pastebin %s [flags]\n\n%s\n\nEvery flag can also be set by its environment variable, shown in brackets;\na flag on the command line wins.\n\n", name, summary)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" {
+				def = " (default " + f.DefValue + ")"
+			}
+			fmt.Fprintf(out, "  -%s [%s]\n    \t%s%s\n", f.Name, envName(f.Name), f.Usage, def)
+		})
+	}
+	return fs
+}
+
+// parseFlags applies the environment first and the command line over it.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && err == nil {
+			if setErr := fs.Set(f.Name, v); setErr != nil {
+				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fs.Parse(args)
+}
+
+// byteSize is a flag for a number of bytes: 1048576, 1024KiB, 10MiB, 1GiB.
+type byteSize int64
+
+func (b *byteSize) String() string { return formatBytes(int64(*b)) }
+
+func (b *byteSize) Set(v string) error {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return fmt.Errorf("not a size such as 10MiB")
+	}
+	*b = byteSize(n * mult)
+	return nil
+}
+
+func formatBytes(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// lifetime is a flag for an expiry: 10m, 1h, 1d, 1w, 30d, a number of seconds, or "never" (0).
+type lifetime time.Duration
+
+func (l *lifetime) String() string { return api.FormatLifetime(time.Duration(*l)) }
+
+func (l *lifetime) Set(v string) error {
+	d, err := api.ParseLifetime(v)
+	*l = lifetime(d)
+	return err
+}
+
+// duration is a flag for a duration that also takes days and weeks (1d, 2w).
+type duration time.Duration
+
+func (d *duration) String() string { return api.FormatLifetime(time.Duration(*d)) }
+
+func (d *duration) Set(v string) error {
+	l, err := api.ParseLifetime(v)
+	if err == nil && l == 0 {
+		err = fmt.Errorf("must be positive")
+	}
+	*d = duration(l)
+	return err
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/term"
+
+	"pastebin/blob"
+	"pastebin/cache"
+	"pastebin/store"
+)
+
+// connConfig says where PostgreSQL, Redis and S3 are; every command that touches data shares it.
+type connConfig struct {
+	databaseURL   string
+	redisURL      string
+	redisPrefix   string
+	s3            blob.Config
+	embeddedS3Dir string
+	logFormat     string
+	logLevel      string
+}
+
+// register adds the flags of every connection and of logging.
+func (c *connConfig) register(fs *flag.FlagSet) {
+	c.registerDatabase(fs)
+	fs.StringVar(&c.redisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis connection URL")
+	fs.StringVar(&c.redisPrefix, "redis-prefix", "pb:", "prefix of every Redis key")
+	fs.StringVar(&c.s3.Endpoint, "s3-endpoint", "", "S3 endpoint URL; empty starts an embedded S3 server on 127.0.0.1")
+	fs.StringVar(&c.s3.Bucket, "s3-bucket", "pastebin", "S3 bucket, created if missing")
+	fs.StringVar(&c.s3.Region, "s3-region", "us-east-1", "S3 region")
+	fs.StringVar(&c.s3.AccessKeyID, "s3-access-key-id", "", "S3 access key id; empty uses the AWS default credential chain")
+	fs.StringVar(&c.s3.SecretAccessKey, "s3-secret-access-key", "", "S3 secret access key")
+	fs.BoolVar(&c.s3.PathStyle, "s3-path-style", true, "address the bucket in the path rather than the host name")
+	fs.StringVar(&c.embeddedS3Dir, "embedded-s3-dir", ".pastebin/s3", "where the embedded S3 server keeps its data")
+}
+
+// registerDatabase adds the flags of the database connection and of logging alone.
+func (c *connConfig) registerDatabase(fs *flag.FlagSet) {
+	fs.StringVar(&c.databaseURL, "database-url", "postgres://postgres@127.0.0.1:5432/pastebin?sslmode=disable", "PostgreSQL connection URL")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log format: json, text, or auto (text on a terminal)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+// newLogger builds the one logger of the process.
+func (c *connConfig) newLogger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	format := c.logFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "text"
+		}
+	}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want json, text or auto", c.logFormat)
+}
+
+// redisLogger sends go-redis's own messages (a failed dial per attempt while Redis is down) to the
+// process's logger at debug level: the cache already says once, structured, when Redis goes away.
+type redisLogger struct{ logger *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, "redis client", "message", fmt.Sprintf(format, v...))
+}
+
+// services are the connections a command works with. close releases all of them.
+type services struct {
+	store    *store.Store
+	cache    *cache.Cache
+	bucket   *blob.Bucket
+	embedded *blob.Embedded
+	redis    *redis.Client
+}
+
+func (s *services) close() {
+	if s.store != nil {
+		s.store.Close()
+	}
+	if s.redis != nil {
+		s.redis.Close()
+	}
+	if s.embedded != nil {
+		s.embedded.Close()
+	}
+}
+
+// open connects to PostgreSQL, Redis and S3, starting the embedded S3 server when no endpoint is set.
+// Redis is not contacted here: the service runs, slower, while it is down.
+func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (_ *services, err error) {
+	svc := &services{}
+	defer func() {
+		if err != nil {
+			svc.close()
+		}
+	}()
+	if svc.store, err = store.Open(ctx, c.databaseURL, logger); err != nil {
+		return nil, err
+	}
+	opts, err := redis.ParseURL(c.redisURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	// Short timeouts: a cache that does not answer quickly is worth less than no cache.
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
+	opts.PoolTimeout, opts.MaxRetries = time.Second, 1
+	// go-redis keeps its logger in a package variable; this process has one logger, so set it here.
+	redis.SetLogger(redisLogger{logger})
+	svc.redis = redis.NewClient(opts)
+	svc.cache = cache.New(svc.redis, c.redisPrefix, logger)
+	if svc.bucket, err = c.openBucket(ctx, svc, logger); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+// openBucket opens the configured S3 bucket. Without an endpoint it starts the embedded server,
+// or, when another process (a running serve) holds the embedded store, uses that process's server.
+func (c *connConfig) openBucket(ctx context.Context, svc *services, logger *slog.Logger) (*blob.Bucket, error) {
+	cfg := c.s3
+	if cfg.Endpoint == "" {
+		e, err := blob.StartEmbedded(c.embeddedS3Dir)
+		switch {
+		case errors.Is(err, blob.ErrEmbeddedBusy):
+			if cfg.Endpoint, err = blob.RunningEmbedded(c.embeddedS3Dir); err != nil {
+				return nil, err
+			}
+			logger.Info("using the embedded S3 server of the running pastebin", "endpoint", cfg.Endpoint)
+		case err != nil:
+			return nil, err
+		default:
+			svc.embedded, cfg.Endpoint = e, e.Endpoint
+			logger.Info("embedded S3 server started", "endpoint", e.Endpoint, "dir", c.embeddedS3Dir)
+		}
+		cfg.PathStyle, cfg.AccessKeyID, cfg.SecretAccessKey = true, "embedded", "embedded"
+	}
+	return blob.Open(ctx, cfg)
+}

@@ -1,0 +1,60 @@
+// Command pastebin serves the pastebin HTTP API with its embedded expiry workers, and runs the
+// operator commands: migrate, cleanup, fsck.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "pastebin: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: pastebin <command> [flags]
+
+commands:
+  serve     serve the HTTP API and run the cleanup workers
+  migrate   apply database migrations (up, down, status)
+  cleanup   run one cleanup now and print its report (--dry-run: the backlog only)
+  sweep     delete orphan blobs older than the grace period and report them
+
+Run 'pastebin <command> -h' for the flags of a command.
+`
+
+// run is the whole program; main only calls it, so tests can too.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) < 2 {
+		fmt.Fprint(stdout, usage)
+		return errors.New("no command given")
+	}
+	cmd, rest := args[1], args[2:]
+	var err error
+	switch cmd {
+	case "serve":
+		err = runServe(ctx, rest, getenv, stdout)
+	case "migrate":
+		err = runMigrate(ctx, rest, getenv, stdout)
+	case "cleanup":
+		err = runCleanup(ctx, rest, getenv, stdout)
+	case "sweep":
+		err = runSweep(ctx, rest, getenv, stdout)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stdout, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}

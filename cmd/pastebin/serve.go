@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"pastebin"
+	"pastebin/api"
+)
+
+// serveConfig is the configuration of `pastebin serve`.
+type serveConfig struct {
+	conn            connConfig
+	expiry          expiryConfig
+	adminToken      string
+	adminTokenHex   string
+	adminHash       []byte // SHA-256 of the admin token; the token itself is not kept
+	addr            string
+	baseURL         string
+	maxPasteBytes   byteSize
+	defaultExpiry   lifetime
+	maxExpiry       lifetime
+	allowNever      bool
+	cacheTTL        duration
+	cacheMaxBytes   byteSize
+	migrate         bool
+	shutdownTimeout duration
+}
+
+func parseServeConfig(args []string, getenv func(string) string, stdout io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := c.flags(stdout)
+	if err := parseFlags(fs, args, getenv); err != nil {
+		return c, err
+	}
+	if err := c.expiryPolicy().Validate(); err != nil {
+		return c, fmt.Errorf("expiry settings: %w", err)
+	}
+	var err error
+	if c.adminHash, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
+		return c, err
+	}
+	c.adminToken = ""
+	return c, nil
+}
+
+// adminHash is the SHA-256 of the admin token, from the token or given as hex; nil for none.
+func adminHash(token, hexHash string) ([]byte, error) {
+	switch {
+	case token != "" && hexHash != "":
+		return nil, errors.New("set the admin token or its hash, not both")
+	case token != "":
+		if len(token) < 16 {
+			return nil, errors.New("the admin token must be at least 16 characters")
+		}
+		h := sha256.Sum256([]byte(token))
+		return h[:], nil
+	case hexHash != "":
+		h, err := hex.DecodeString(hexHash)
+		if err != nil || len(h) != sha256.Size {
+			return nil, errors.New("the admin token hash must be 64 hex digits")
+		}
+		return h, nil
+	}
+	return nil, nil
+}
+
+// flags registers serve's flags on a new flag set, with their defaults in c.
+func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
+	*c = serveConfig{
+		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
+		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
+	}
+	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
+	c.conn.register(fs)
+	c.expiry.register(fs)
+	fs.StringVar(&c.adminToken, "admin-token", "", "token for /admin (as Authorization: Bearer); empty turns /admin off. Only its hash is kept")
+	fs.StringVar(&c.adminTokenHex, "admin-token-sha256", "", "hex SHA-256 of the admin token, instead of the token itself")
+	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
+	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
+	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
+	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
+	fs.Var(&c.maxExpiry, "max-expiry", "longest expiry a paste may ask for")
+	fs.BoolVar(&c.allowNever, "allow-never", false, `accept expires_in=never (pastes that never expire)`)
+	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
+	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
+	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
+	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
+	return fs
+}
+
+func (c serveConfig) expiryPolicy() api.ExpiryPolicy {
+	return api.ExpiryPolicy{Default: time.Duration(c.defaultExpiry), Max: time.Duration(c.maxExpiry), AllowNever: c.allowNever}
+}
+
+// runServe serves the API until SIGINT or SIGTERM, then drains requests in flight.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := parseServeConfig(args, getenv, stdout)
+	if err != nil {
+		return err
+	}
+	logger, err := cfg.conn.newLogger(stdout)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	svc, err := cfg.conn.open(ctx, logger)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	if cfg.migrate {
+		version, err := svc.store.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		logger.Info("database migrated", "version", version)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	expirer, err := cfg.expiry.newExpirer(svc, logger, reg)
+	if err != nil {
+		return err
+	}
+	handler := api.NewServer(api.Config{
+		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
+		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
+		AdminTokenHash: cfg.adminHash,
+	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
+		BlobsFreed: expirer.Kick, Cleanup: expirer})
+
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serveHTTP(ctx, cfg, handler, logger) })
+	g.Go(func() error { return expirer.Run(ctx) })
+	return g.Wait()
+}
+
+// serveHTTP listens until ctx ends, then shuts down gracefully. The timeouts keep a slow client
+// from holding a connection.
+func serveHTTP(ctx context.Context, cfg serveConfig, handler http.Handler, logger *slog.Logger) error {
+	srv := &http.Server{
+		Addr: cfg.addr, Handler: handler,
+		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	logger.Info("serving", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", time.Duration(cfg.shutdownTimeout).String())
+	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.shutdownTimeout))
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package expiry runs the distributed batch cleanup of expired pastes (DESIGN.md, "Expiry
+// subsystem"): cleanup workers, their schedule, the watchdog for stuck rows, the blob deleter that
+// drains the outbox, the orphan sweeper, the tombstone purge, and the run reports operators watch.
+package expiry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+
+	"pastebin/blob"
+	"pastebin/store"
+)
+
+// Config sets how cleanup runs.
+type Config struct {
+	Workers            int           // cleanup workers in this process; 0 runs no cleanup here
+	BatchSize          int           // pastes per claim; at most blob.MaxDeleteKeys blobs per S3 call anyway
+	Schedule           string        // cron expression or @every; runs start on it (UTC)
+	StuckAfter         time.Duration // the watchdog resets claims older than this
+	WatchdogEvery      time.Duration
+	OutboxEvery        time.Duration // the blob deleter's period when nobody kicks it
+	SweepSchedule      string        // the orphan sweeper's cron expression or @every; empty: never
+	OrphanGrace        time.Duration // the sweeper leaves younger objects alone
+	TombstoneRetention time.Duration
+	Host               string // names this process in run reports
+}
+
+// DefaultConfig is the configuration the README documents.
+func DefaultConfig() Config {
+	return Config{
+		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
+		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
+		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour,
+	}
+}
+
+// blobStore is what cleanup needs of S3.
+type blobStore interface {
+	Delete(ctx context.Context, keys []string) (blob.DeleteResult, error)
+	List(ctx context.Context, prefix string, fn func([]blob.Object) error) error
+}
+
+// cacheForgetter drops cached pastes, in one pipeline per call.
+type cacheForgetter interface {
+	Forget(ctx context.Context, codes []string) error
+}
+
+// claimLock is the lock taken around each claim. Acquire returns cache.ErrLockHeld when another
+// worker kept it for the whole wait, and any other error when Redis is unreachable.
+type claimLock interface {
+	Acquire(ctx context.Context) (func(), error)
+}
+
+// ErrDisabled says this process runs no cleanup workers.
+var ErrDisabled = errors.New("cleanup is disabled in this process (0 workers)")
+
+// Expirer is the cleanup subsystem of one process.
+type Expirer struct {
+	store   *store.Store
+	blobs   blobStore
+	cache   cacheForgetter
+	lock    claimLock
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+
+	schedule      cron.Schedule
+	sweepSchedule cron.Schedule
+
+	kick       chan struct{} // wakes the blob deleter
+	mu         sync.Mutex
+	current    *run // the run in progress in this process, if any
+	baseCtx    context.Context
+	lockFailed atomic.Bool // Redis unreachable for the lock: logged once per outage
+}
+
+// New returns the cleanup subsystem. It registers its metrics on reg.
+func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, lock claimLock,
+	logger *slog.Logger, reg prometheus.Registerer) (*Expirer, error) {
+	if cfg.BatchSize <= 0 || cfg.Workers < 0 {
+		return nil, fmt.Errorf("cleanup: batch size %d and workers %d must be positive", cfg.BatchSize, cfg.Workers)
+	}
+	sched, err := parseSchedule(cfg.Schedule)
+	if err != nil {
+		return nil, fmt.Errorf("cleanup schedule: %w", err)
+	}
+	var sweep cron.Schedule
+	if cfg.SweepSchedule != "" {
+		if sweep, err = parseSchedule(cfg.SweepSchedule); err != nil {
+			return nil, fmt.Errorf("sweep schedule: %w", err)
+		}
+	}
+	x := &Expirer{
+		store: st, blobs: blobs, cache: c, lock: lock, cfg: cfg, logger: logger,
+		schedule: sched, sweepSchedule: sweep, kick: make(chan struct{}, 1), baseCtx: context.Background(),
+	}
+	x.metrics = newMetrics(reg, x)
+	return x, nil
+}
+
+// parseSchedule reads a standard five-field cron expression or a descriptor such as @daily or
+// @every 1m. Times are UTC.
+func parseSchedule(spec string) (cron.Schedule, error) {
+	return cron.ParseStandard("CRON_TZ=UTC " + spec)
+}
+
+// Kick tells the blob deleter that blobs wait in the outbox, so an owner delete's blob does not
+// wait for the next period. It never blocks.
+func (x *Expirer) Kick() {
+	select {
+	case x.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the schedules until ctx ends: cleanup runs, the watchdog, the blob deleter, the orphan
+// sweeper and the backlog gauges. It returns nil on shutdown.
+func (x *Expirer) Run(ctx context.Context) error {
+	x.mu.Lock()
+	x.baseCtx = ctx
+	x.mu.Unlock()
+	var wg sync.WaitGroup
+	loops := []func(context.Context){x.runBlobDeleter, x.runBacklogGauges}
+	if x.cfg.Workers > 0 {
+		loops = append(loops, x.runCleanupSchedule, x.runWatchdog)
+	}
+	if x.sweepSchedule != nil {
+		loops = append(loops, x.runSweepSchedule)
+	}
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	wg.Wait()
+	x.waitForRun()
+	return nil
+}
+
+// every calls fn at the times sched gives, until ctx ends.
+func every(ctx context.Context, sched cron.Schedule, fn func(context.Context)) {
+	for {
+		wait := time.Until(sched.Next(time.Now()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+			fn(ctx)
+		}
+	}
+}
+
+func (x *Expirer) runCleanupSchedule(ctx context.Context) {
+	every(ctx, x.schedule, func(ctx context.Context) {
+		if _, err := x.RunOnce(ctx, "schedule"); err != nil {
+			x.logger.ErrorContext(ctx, "scheduled cleanup failed", "err", err)
+		}
+	})
+}
+
+func (x *Expirer) runWatchdog(ctx context.Context) {
+	every(ctx, cron.Every(x.cfg.WatchdogEvery), func(ctx context.Context) { x.resetStuck(ctx) })
+}
+
+func (x *Expirer) runSweepSchedule(ctx context.Context) {
+	every(ctx, x.sweepSchedule, func(ctx context.Context) {
+		if _, err := x.Sweep(ctx); err != nil {
+			x.logger.ErrorContext(ctx, "orphan sweep failed", "err", err)
+		}
+	})
+}
+
+// resetStuck runs the watchdog until no stuck row is left and returns how many rows it reset.
+func (x *Expirer) resetStuck(ctx context.Context) int64 {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := x.store.ResetStuck(ctx, x.cfg.StuckAfter, x.cfg.BatchSize)
+		if err != nil {
+			x.logger.ErrorContext(ctx, "watchdog failed", "err", err)
+			x.metrics.failures.WithLabelValues("watchdog").Inc()
+			break
+		}
+		total += n
+		if n < int64(x.cfg.BatchSize) {
+			break
+		}
+	}
+	if total > 0 {
+		x.metrics.reset.Add(float64(total))
+		x.logger.WarnContext(ctx, "watchdog returned stuck pastes to the queue", "pastes", total,
+			"stuck_after", x.cfg.StuckAfter.String())
+	}
+	return total
+}
+
+// Workers is the number of cleanup workers this process runs; 0 means it runs no cleanup.
+func (x *Expirer) Workers() int { return x.cfg.Workers }

@@ -1,0 +1,212 @@
+package expiry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"pastebin/blob"
+	"pastebin/blob/blobtest"
+	"pastebin/cache"
+	"pastebin/cache/cachetest"
+	"pastebin/store"
+	"pastebin/store/storetest"
+)
+
+// env is a cleanup subsystem over its own database, bucket and Redis prefix.
+type env struct {
+	t      *testing.T
+	dbURL  string
+	store  *store.Store
+	bucket *blob.Bucket
+	s3     blob.Config
+	cache  *cache.Cache
+	rdb    *redis.Client
+	prefix string
+	logs   *syncBuffer
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, logs: &syncBuffer{}}
+	logger := slog.New(slog.NewTextHandler(e.logs, nil))
+	e.dbURL = storetest.NewDatabase(t)
+	var err error
+	if e.store, err = store.Open(context.Background(), e.dbURL, logger); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.store.Close)
+	e.s3 = blobtest.Config(t)
+	e.bucket = blobtest.Open(t, e.s3)
+	e.cache, e.prefix = cachetest.New(t, logger)
+	e.rdb = cachetest.Client(t)
+	return e
+}
+
+// expirer returns a cleanup subsystem with workers on the env's services.
+func (e *env) expirer(workers int, opts ...func(*Config)) *Expirer {
+	e.t.Helper()
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.Host = workers, "test"
+	for _, o := range opts {
+		o(&cfg)
+	}
+	logger := slog.New(slog.NewTextHandler(e.logs, nil))
+	x, err := New(cfg, e.store, e.bucket, e.cache, e.cache.NewLock("claim", 5*time.Second, 10*time.Second),
+		logger, prometheus.NewRegistry())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return x
+}
+
+// paste creates a paste through the store as the API does: upload, then one transaction.
+func (e *env) paste(content string, expiresAt time.Time) string {
+	e.t.Helper()
+	ctx := context.Background()
+	h := sha256.Sum256([]byte(content))
+	np := store.NewPaste{ContentHash: h[:], Size: int64(len(content)), OwnerTokenHash: store.HashToken("t"), ExpiresAt: expiresAt}
+	p, err := e.store.CreatePasteShared(ctx, np)
+	if err == store.ErrNoContent {
+		key, _ := blob.NewKey(h[:])
+		if err := e.bucket.Put(ctx, key, []byte(content)); err != nil {
+			e.t.Fatal(err)
+		}
+		p, err = e.store.CreatePasteWithBlob(ctx, np, key)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.cache.Put(ctx, cache.Paste{Code: p.Code, Size: p.Size, Content: []byte(content), ExpiresAt: p.ExpiresAt}, time.Hour, time.Now().Add(-2*time.Hour))
+	return p.Code
+}
+
+// seed loads spec with set-based SQL, uploads its blobs in parallel, and caches every paste.
+func (e *env) seed(spec storetest.SeedSpec) {
+	e.t.Helper()
+	ctx := context.Background()
+	keys, err := storetest.Seed(ctx, e.store.Pool(), spec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var g errgroup.Group
+	g.SetLimit(16)
+	for _, k := range keys {
+		g.Go(func() error { return e.bucket.Put(ctx, k, []byte(k)) })
+	}
+	if err := g.Wait(); err != nil {
+		e.t.Fatal(err)
+	}
+	codes := e.strings(`SELECT short_code FROM pastes WHERE short_code LIKE $1 || '%'`, spec.Tag)
+	_, err = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range codes {
+			p.Set(ctx, e.cache.Key(c), "cached", time.Hour)
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) count(query string, args ...any) int {
+	e.t.Helper()
+	return storetest.Count(e.t, e.store.Pool(), query, args...)
+}
+
+func (e *env) exec(query string, args ...any) {
+	e.t.Helper()
+	if _, err := e.store.Pool().Exec(context.Background(), query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+}
+
+func (e *env) strings(query string, args ...any) []string {
+	e.t.Helper()
+	rows, err := e.store.Pool().Query(context.Background(), query, args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// audit checks invariants 1 to 3 against the database and a listing of the bucket.
+func (e *env) audit() storetest.Audit {
+	e.t.Helper()
+	return storetest.Check(e.t, e.store.Pool(), blobtest.Keys(e.t, e.bucket))
+}
+
+// cachedCodes lists the codes Redis holds an entry for, by SCAN.
+func (e *env) cachedCodes() []string {
+	e.t.Helper()
+	var codes []string
+	for _, k := range cachetest.Keys(e.t, e.rdb, e.prefix+"paste:") {
+		codes = append(codes, strings.TrimPrefix(k, e.prefix+"paste:"))
+	}
+	return codes
+}
+
+func (e *env) runOnce(x *Expirer) store.Run {
+	e.t.Helper()
+	r, err := x.RunOnce(context.Background(), "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if r.Status != "finished" {
+		e.t.Fatalf("run %d ended %s: %s\nlogs:\n%s", r.ID, r.Status, r.LastError, e.logs.String())
+	}
+	return r
+}
+
+// newDeadRedis returns a cache whose Redis cannot be reached: nothing listens on its port.
+func newDeadRedis(t *testing.T, e *env) *cache.Cache {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	return cache.New(rdb, e.prefix, slog.New(slog.NewTextHandler(e.logs, nil)))
+}
+
+// openBucket opens cfg's bucket without removing it at the end (its owner does).
+func openBucket(t *testing.T, cfg blob.Config) *blob.Bucket {
+	t.Helper()
+	b, err := blob.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

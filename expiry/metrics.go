@@ -1,0 +1,88 @@
+package expiry
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the cleanup subsystem's Prometheus metrics.
+type metrics struct {
+	runs, batches, claimed, tombstoned, freed    prometheus.Counter
+	blobsDeleted, blobsFailed, reset, orphans    prometheus.Counter
+	unlocked                                     prometheus.Counter
+	failures                                     *prometheus.CounterVec
+	claimSeconds, finishSeconds                  prometheus.Histogram
+	backlog, backlogAge, inProgress, outboxDepth prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: "pastebin_cleanup_" + name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: "pastebin_cleanup_" + name, Help: help})
+	}
+	latency := func(name, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pastebin_cleanup_" + name, Help: help,
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}})
+	}
+	m := &metrics{
+		runs:          counter("runs_total", "Cleanup runs finished."),
+		batches:       counter("batches_total", "Batches committed."),
+		claimed:       counter("claimed_total", "Expired pastes claimed."),
+		tombstoned:    counter("tombstoned_total", "Expired pastes turned into tombstones."),
+		freed:         counter("content_freed_total", "Content rows deleted at zero references."),
+		blobsDeleted:  counter("blobs_deleted_total", "Blobs deleted from S3."),
+		blobsFailed:   counter("blob_delete_failures_total", "Blob deletes that failed and wait in the outbox."),
+		reset:         counter("watchdog_resets_total", "Stuck pastes the watchdog returned to the queue."),
+		orphans:       counter("orphans_found_total", "Orphan blobs the sweeper found."),
+		unlocked:      counter("unlocked_claims_total", "Claims made without the Redis lock (Redis unreachable)."),
+		failures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_failures_total", Help: "Cleanup failures by stage."}, []string{"stage"}),
+		claimSeconds:  latency("claim_seconds", "Time to claim one batch."),
+		finishSeconds: latency("finish_seconds", "Time of the transaction finishing one batch."),
+		backlog:       gauge("backlog", "Pastes past their expiry not cleaned yet."),
+		backlogAge:    gauge("backlog_oldest_age_seconds", "How long ago the oldest uncleaned paste expired."),
+		inProgress:    gauge("in_progress", "Pastes claimed and not finished."),
+		outboxDepth:   gauge("outbox", "Blobs waiting in the outbox for deletion."),
+	}
+	reg.MustRegister(m.runs, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
+		m.reset, m.orphans, m.unlocked, m.failures, m.claimSeconds, m.finishSeconds,
+		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth)
+	return m
+}
+
+// backlogEvery is how often the backlog gauges are refreshed: in the background, so a scrape never
+// waits on a count over a large backlog.
+const backlogEvery = 15 * time.Second
+
+func (x *Expirer) runBacklogGauges(ctx context.Context) {
+	t := time.NewTicker(backlogEvery)
+	defer t.Stop()
+	for {
+		x.refreshBacklog(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (x *Expirer) refreshBacklog(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := x.store.Backlog(ctx)
+	if err != nil {
+		return
+	}
+	x.metrics.backlog.Set(float64(b.Expired))
+	x.metrics.inProgress.Set(float64(b.InProgress))
+	x.metrics.outboxDepth.Set(float64(b.Outbox))
+	age := 0.0
+	if !b.Oldest.IsZero() {
+		age = time.Since(b.Oldest).Seconds()
+	}
+	x.metrics.backlogAge.Set(age)
+}

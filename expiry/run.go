@@ -1,0 +1,208 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"pastebin/store"
+)
+
+// run is one cleanup run in progress: its counters, shared by its workers.
+type run struct {
+	id      int64
+	done    chan struct{}
+	counts  [countFields]atomic.Int64
+	mu      sync.Mutex
+	lastErr string
+}
+
+// The counters of a run, in store.RunCounts order.
+const (
+	cReset = iota
+	cClaimed
+	cTombstoned
+	cFreed
+	cBlobsDeleted
+	cBlobsFailed
+	cPurged
+	cBatches
+	cErrors
+	countFields
+)
+
+func (r *run) add(field int, n int) { r.counts[field].Add(int64(n)) }
+
+func (r *run) fail(err error) {
+	r.add(cErrors, 1)
+	r.mu.Lock()
+	r.lastErr = err.Error()
+	r.mu.Unlock()
+}
+
+func (r *run) snapshot() (store.RunCounts, string) {
+	c := store.RunCounts{
+		ResetStuck: r.counts[cReset].Load(), Claimed: r.counts[cClaimed].Load(),
+		Tombstoned: r.counts[cTombstoned].Load(), ContentFreed: r.counts[cFreed].Load(),
+		BlobsDeleted: r.counts[cBlobsDeleted].Load(), BlobsFailed: r.counts[cBlobsFailed].Load(),
+		Purged: r.counts[cPurged].Load(), Batches: r.counts[cBatches].Load(), Errors: r.counts[cErrors].Load(),
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return c, r.lastErr
+}
+
+// Start begins a cleanup run in the background and returns its id at once. If a run is already in
+// progress in this process, it returns that run's id instead of starting a second.
+func (x *Expirer) Start(trigger string) (int64, error) {
+	r, started, err := x.begin(trigger)
+	if err != nil || !started {
+		return idOf(r), err
+	}
+	x.mu.Lock()
+	ctx := x.baseCtx
+	x.mu.Unlock()
+	go x.execute(ctx, r, nil)
+	return r.id, nil
+}
+
+// RunOnce runs one cleanup to the end and returns its report: the watchdog, then every worker
+// claiming and finishing batches until a claim comes back empty, then the outbox drained and the
+// tombstones purged. progress, if not nil, is called with the counters as the run goes.
+func (x *Expirer) RunOnce(ctx context.Context, trigger string, progress ...func(store.RunCounts)) (store.Run, error) {
+	r, started, err := x.begin(trigger)
+	if err != nil {
+		return store.Run{}, err
+	}
+	if !started {
+		<-r.done // another caller's run: wait for it rather than run twice
+	} else {
+		var p func(store.RunCounts)
+		if len(progress) > 0 {
+			p = progress[0]
+		}
+		x.execute(ctx, r, p)
+	}
+	return x.store.Run(context.WithoutCancel(ctx), r.id)
+}
+
+func idOf(r *run) int64 {
+	if r == nil {
+		return 0
+	}
+	return r.id
+}
+
+// begin records a new run, or returns the one in progress (started false).
+func (x *Expirer) begin(trigger string) (*run, bool, error) {
+	if x.cfg.Workers == 0 {
+		return nil, false, ErrDisabled
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.current != nil {
+		return x.current, false, nil
+	}
+	id, err := x.store.StartRun(context.Background(), trigger, x.cfg.Host, x.cfg.Workers)
+	if err != nil {
+		return nil, false, err
+	}
+	x.current = &run{id: id, done: make(chan struct{})}
+	return x.current, true, nil
+}
+
+// execute runs r's phases, writing its report as it goes and at the end.
+func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunCounts)) {
+	start := time.Now()
+	x.logger.InfoContext(ctx, "cleanup run started", "run", r.id, "workers", x.cfg.Workers)
+	stopReports := x.reportEvery(ctx, r, time.Second, progress)
+
+	r.add(cReset, int(x.resetStuck(ctx)))
+	var wg sync.WaitGroup
+	for i := 0; i < x.cfg.Workers; i++ {
+		wg.Go(func() { x.work(ctx, r) })
+	}
+	wg.Wait()
+	x.drainOutbox(ctx, r)
+	x.purge(ctx, r)
+
+	stopReports()
+	counts, lastErr := r.snapshot()
+	if ctx.Err() != nil && lastErr == "" {
+		lastErr = "interrupted: " + context.Cause(ctx).Error()
+	}
+	if err := x.store.UpdateRun(context.WithoutCancel(ctx), r.id, counts, lastErr, true); err != nil {
+		x.logger.ErrorContext(ctx, "cleanup report not saved", "run", r.id, "err", err)
+	}
+	if progress != nil {
+		progress(counts)
+	}
+	x.metrics.runs.Inc()
+	x.logger.InfoContext(ctx, "cleanup run finished", "run", r.id, "duration", time.Since(start).String(),
+		"claimed", counts.Claimed, "tombstoned", counts.Tombstoned, "content_freed", counts.ContentFreed,
+		"blobs_deleted", counts.BlobsDeleted, "batches", counts.Batches, "errors", counts.Errors)
+	x.mu.Lock()
+	x.current = nil
+	x.mu.Unlock()
+	close(r.done)
+}
+
+// reportEvery saves r's counters (and heartbeat) every period until the returned stop is called.
+func (x *Expirer) reportEvery(ctx context.Context, r *run, period time.Duration, progress func(store.RunCounts)) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				counts, lastErr := r.snapshot()
+				if progress != nil {
+					progress(counts)
+				}
+				if err := x.store.UpdateRun(ctx, r.id, counts, lastErr, false); err != nil && !errors.Is(err, context.Canceled) {
+					x.logger.WarnContext(ctx, "cleanup progress not saved", "run", r.id, "err", err)
+				}
+			}
+		}
+	})
+	return func() { close(stop); wg.Wait() }
+}
+
+// waitForRun waits until no run is in progress in this process (for shutdown).
+func (x *Expirer) waitForRun() {
+	x.mu.Lock()
+	r := x.current
+	x.mu.Unlock()
+	if r != nil {
+		<-r.done
+	}
+}
+
+// purge deletes tombstones past their retention and Idempotency-Key records past their window.
+func (x *Expirer) purge(ctx context.Context, r *run) {
+	for _, step := range []func(context.Context, int) (int64, error){
+		func(ctx context.Context, n int) (int64, error) {
+			return x.store.PurgeTombstones(ctx, x.cfg.TombstoneRetention, n)
+		},
+		x.store.PurgeIdempotencyKeys,
+	} {
+		for ctx.Err() == nil {
+			n, err := step(ctx, x.cfg.BatchSize)
+			if err != nil {
+				r.fail(err)
+				x.metrics.failures.WithLabelValues("purge").Inc()
+				break
+			}
+			r.add(cPurged, int(n))
+			if n < int64(x.cfg.BatchSize) {
+				break
+			}
+		}
+	}
+}

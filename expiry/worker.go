@@ -1,0 +1,148 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"pastebin/cache"
+	"pastebin/store"
+)
+
+// outboxLease is how long a batch's freed blobs stay out of the blob deleter's reach: the worker
+// deletes them itself right after its commit, and the outbox takes over only if it dies first.
+const outboxLease = time.Minute
+
+// maxClaimFailures is how many failed claims in a row end a worker's part of a run.
+const maxClaimFailures = 3
+
+// stageTimeout bounds finishing a batch and its S3 and Redis work. Shutdown does not cut them short:
+// finishing a claimed batch costs less than leaving its rows to the watchdog.
+const stageTimeout = 2 * time.Minute
+
+// committed is a finished batch on its way to S3 and Redis.
+type committed struct {
+	codes    []string // every code the batch claimed: their cache entries go
+	blobKeys []string // blobs the batch freed
+}
+
+// work is one worker: a pipeline of three stages, so that claiming the next batch overlaps the
+// finishing transaction of the current one, and S3 and Redis never hold the database up. It
+// returns when a claim comes back empty (or fails repeatedly, or ctx ends) and every batch
+// claimed has gone through all three stages.
+func (x *Expirer) work(ctx context.Context, r *run) {
+	claims := make(chan store.Claim, 1)
+	done := make(chan committed, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { x.afterCommits(ctx, r, done) })
+	wg.Go(func() { x.finishClaims(ctx, r, claims, done); close(done) })
+	x.claimBatches(ctx, r, claims)
+	close(claims)
+	wg.Wait()
+}
+
+// claimBatches is the first stage: claim batches until one comes back empty.
+func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Claim) {
+	failures := 0
+	for ctx.Err() == nil {
+		c, err := x.claim(ctx)
+		if err != nil {
+			r.fail(err)
+			x.logger.ErrorContext(ctx, "cleanup claim failed", "run", r.id, "err", err)
+			if failures++; failures >= maxClaimFailures {
+				return
+			}
+			sleep(ctx, time.Duration(failures)*time.Second+jitter(500*time.Millisecond))
+			continue
+		}
+		failures = 0
+		if len(c.Codes) == 0 {
+			return
+		}
+		r.add(cClaimed, len(c.Codes))
+		out <- c
+	}
+}
+
+// finishClaims is the second stage: one transaction per batch tombstones its rows and releases
+// their content. A batch that fails stays claimed until the watchdog returns it.
+func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Claim, out chan<- committed) {
+	for c := range in {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		start := time.Now()
+		rel, err := x.store.FinishClaim(sctx, c, outboxLease)
+		cancel()
+		if err != nil {
+			r.fail(err)
+			x.metrics.failures.WithLabelValues("finish").Inc()
+			x.logger.ErrorContext(ctx, "cleanup batch failed; its rows wait for the watchdog", "run", r.id, "err", err)
+			continue
+		}
+		x.metrics.finishSeconds.Observe(time.Since(start).Seconds())
+		x.metrics.batches.Inc()
+		x.metrics.tombstoned.Add(float64(len(rel.Codes)))
+		x.metrics.freed.Add(float64(rel.FreedContent))
+		r.add(cBatches, 1)
+		r.add(cTombstoned, len(rel.Codes))
+		r.add(cFreed, rel.FreedContent)
+		out <- committed{codes: c.Codes, blobKeys: rel.BlobKeys}
+	}
+}
+
+// afterCommits is the third stage: each committed batch's freed blobs go in one S3 call and its
+// cache entries in one Redis pipeline.
+func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed) {
+	for b := range in {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+		x.deleteBlobs(sctx, r, b.blobKeys)
+		if err := x.cache.Forget(sctx, b.codes); err != nil {
+			// Cached entries carry their expiry and are never served past it (invariant 4): a
+			// failed DEL only leaves them to their TTL.
+			x.metrics.failures.WithLabelValues("redis").Inc()
+		}
+		cancel()
+	}
+}
+
+// claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
+// Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct.
+func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
+	release, err := x.lock.Acquire(ctx)
+	unlock := func() {}
+	switch {
+	case errors.Is(err, cache.ErrLockHeld):
+		// Someone held it for the whole wait: claim anyway rather than stall.
+	case err != nil:
+		if !x.lockFailed.Swap(true) {
+			x.logger.WarnContext(ctx, "redis unreachable: cleanup claims without the lock", "err", err)
+		}
+		x.metrics.unlocked.Inc()
+	default:
+		if x.lockFailed.Swap(false) {
+			x.logger.InfoContext(ctx, "redis reachable again: cleanup claims under the lock")
+		}
+		var once sync.Once
+		unlock = func() { once.Do(release) }
+		defer unlock()
+	}
+	start := time.Now()
+	c, err := x.store.ClaimExpired(ctx, x.cfg.BatchSize, unlock)
+	if err != nil {
+		x.metrics.failures.WithLabelValues("claim").Inc()
+		return store.Claim{}, err
+	}
+	x.metrics.claimSeconds.Observe(time.Since(start).Seconds())
+	x.metrics.claimed.Add(float64(len(c.Codes)))
+	return c, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func jitter(max time.Duration) time.Duration { return rand.N(max) }

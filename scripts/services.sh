@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Private PostgreSQL, Redis and (for tests) versitygw instances on private ports, with their data under
+# .pastebin/<profile>/ in the project (git-ignored). Never touches the machine's own PostgreSQL or Redis.
+#
+#   scripts/services.sh <profile> up      start what is missing; print the names of what it started
+#   scripts/services.sh <profile> down [name...]   stop the named services (default: all)
+#   scripts/services.sh <profile> env     print the environment that points the pastebin at them
+#   scripts/services.sh <profile> status
+#
+# Profiles: run (make run), test (make test: also an S3 server), bench (durable settings, big buffers).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+profile=${1:?usage: services.sh <run|test|bench> <up|down|env|status>}
+action=${2:?usage: services.sh <run|test|bench> <up|down|env|status>}
+shift 2
+
+case "$profile" in
+  run)   pg_port=54320; redis_port=63790; s3_port="" ;;
+  test)  pg_port=54321; redis_port=63791; s3_port=57071 ;;
+  bench) pg_port=54322; redis_port=63792; s3_port=57072 ;;
+  *) echo "services.sh: unknown profile $profile" >&2; exit 2 ;;
+esac
+dir="$root/.pastebin/$profile"
+s3_key=pastebin-test
+s3_secret=pastebin-test-secret
+versitygw_version=v1.8.0
+
+log() { echo "services[$profile]: $*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    log "need root to run: $*"; return 1; fi
+}
+
+apt_install() {
+  log "installing $* with apt-get"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+pg_bin() {
+  local bin
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  if [ -z "$bin" ]; then
+    apt_install postgresql >/dev/null
+    bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+  fi
+  echo "$bin"
+}
+
+# PostgreSQL refuses to run as root: then it runs as the postgres system user, which must own its
+# data folder and be able to reach it. A project under a private home falls back to /var/tmp.
+pg_dir() {
+  mkdir -p "$root/.pastebin"
+  if [ "$(id -u)" != 0 ] || runuser -u postgres -- test -x "$root/.pastebin" 2>/dev/null; then
+    echo "$dir/pg"
+  else
+    echo "/var/tmp/pastebin-$(echo "$root" | md5sum | cut -c1-8)/$profile/pg"
+  fi
+}
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+pg_running() { [ -f "$1/postmaster.pid" ] && as_pg "$(pg_bin)/pg_ctl" -D "$1" status >/dev/null 2>&1; }
+
+pg_settings() {
+  local common="-c listen_addresses=127.0.0.1 -c unix_socket_directories= -c max_connections=300"
+  case "$profile" in
+    # Tests throw their databases away: durability buys nothing there.
+    test)  echo "$common -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB" ;;
+    bench) echo "$common -c shared_buffers=2GB -c work_mem=64MB -c wal_buffers=64MB -c max_wal_size=16GB -c checkpoint_timeout=30min -c shared_preload_libraries=pg_stat_statements -c log_lock_waits=on" ;;
+    *)     echo "$common" ;;
+  esac
+}
+
+pg_up() {
+  local bin data
+  bin=$(pg_bin); data=$(pg_dir)
+  if pg_running "$data"; then return 1; fi
+  if [ ! -f "$data/PG_VERSION" ]; then
+    mkdir -p "$data"
+    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$data"; fi
+    chmod 700 "$data"
+    as_pg "$bin/initdb" -D "$data" -U postgres --auth=trust -E UTF8 --locale=C >"$data.initdb.log" 2>&1 ||
+      { cat "$data.initdb.log" >&2; return 2; }
+  fi
+  as_pg "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "-p $pg_port $(pg_settings)" start >/dev/null ||
+    { tail -n 20 "$data/server.log" >&2; return 2; }
+  "$bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='pastebin'" |
+    grep -q 1 || "$bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres pastebin
+  return 0
+}
+
+pg_down() {
+  local data; data=$(pg_dir)
+  pg_running "$data" && as_pg "$(pg_bin)/pg_ctl" -D "$data" -m fast -w stop >/dev/null
+  return 0
+}
+
+redis_bin() {
+  command -v redis-server >/dev/null || apt_install redis-server >/dev/null
+  command -v redis-server
+}
+
+redis_running() { [ -f "$dir/redis/redis.pid" ] && kill -0 "$(cat "$dir/redis/redis.pid")" 2>/dev/null; }
+
+redis_up() {
+  if redis_running; then return 1; fi
+  mkdir -p "$dir/redis"
+  "$(redis_bin)" --port "$redis_port" --bind 127.0.0.1 --protected-mode yes --daemonize yes \
+    --pidfile "$dir/redis/redis.pid" --logfile "$dir/redis/redis.log" --dir "$dir/redis" \
+    --save '' --appendonly no
+  for _ in $(seq 100); do
+    redis-cli -p "$redis_port" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  log "redis did not answer on port $redis_port"; return 2
+}
+
+redis_down() {
+  redis_running || return 0
+  local pid; pid=$(cat "$dir/redis/redis.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+}
+
+# versitygw is a real S3 server that checks signatures, so tests exercise the SDK's real signing.
+versitygw_bin() {
+  local bin="$root/.pastebin/bin/versitygw-$versitygw_version"
+  if [ ! -x "$bin" ]; then
+    command -v go >/dev/null || { log "Go is needed to build versitygw"; return 2; }
+    log "building versitygw $versitygw_version (once)"
+    mkdir -p "$root/.pastebin/bin/tmp"
+    GOBIN="$root/.pastebin/bin/tmp" GOFLAGS= go install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version" >&2
+    mv "$root/.pastebin/bin/tmp/versitygw" "$bin"
+  fi
+  echo "$bin"
+}
+
+s3_running() { [ -f "$dir/s3.pid" ] && kill -0 "$(cat "$dir/s3.pid")" 2>/dev/null; }
+
+s3_up() {
+  [ -n "$s3_port" ] || return 1
+  if s3_running; then return 1; fi
+  local bin; bin=$(versitygw_bin)
+  mkdir -p "$dir/s3/data"
+  ROOT_ACCESS_KEY_ID=$s3_key ROOT_SECRET_ACCESS_KEY=$s3_secret \
+    nohup "$bin" --port "127.0.0.1:$s3_port" --quiet --keep-alive --health /healthz posix "$dir/s3/data" \
+    >"$dir/s3/versitygw.log" 2>&1 &
+  echo $! >"$dir/s3.pid"
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$s3_port/healthz" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  log "versitygw did not answer on port $s3_port"; cat "$dir/s3/versitygw.log" >&2; return 2
+}
+
+s3_down() {
+  s3_running || return 0
+  local pid; pid=$(cat "$dir/s3.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || { rm -f "$dir/s3.pid"; return 0; }; sleep 0.1; done
+}
+
+services="postgres redis"
+[ -n "$s3_port" ] && services="$services s3"
+
+start_one() {
+  local rc=0
+  case "$1" in postgres) pg_up || rc=$? ;; redis) redis_up || rc=$? ;; s3) s3_up || rc=$? ;; esac
+  case $rc in 0) echo "$1" ;; 1) ;; *) exit 1 ;; esac
+}
+
+case "$action" in
+  up)
+    mkdir -p "$dir"
+    for s in $services; do start_one "$s"; done ;;
+  down)
+    names=${*:-$services}
+    for s in $names; do case "$s" in postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; esac; done ;;
+  env)
+    echo "export PASTEBIN_DATABASE_URL='postgres://postgres@127.0.0.1:$pg_port/pastebin?sslmode=disable'"
+    echo "export PASTEBIN_REDIS_URL='redis://127.0.0.1:$redis_port/0'"
+    if [ -n "$s3_port" ]; then
+      echo "export PASTEBIN_TEST_S3_ENDPOINT='http://127.0.0.1:$s3_port'"
+      echo "export PASTEBIN_TEST_S3_ACCESS_KEY_ID='$s3_key'"
+      echo "export PASTEBIN_TEST_S3_SECRET_ACCESS_KEY='$s3_secret'"
+      echo "export PASTEBIN_TEST_S3_DATA_DIR='$dir/s3/data'"
+    fi ;;
+  status)
+    pg_running "$(pg_dir)" && echo "postgres: running on 127.0.0.1:$pg_port" || echo "postgres: stopped"
+    redis_running && echo "redis: running on 127.0.0.1:$redis_port" || echo "redis: stopped"
+    [ -n "$s3_port" ] && { s3_running && echo "s3: running on 127.0.0.1:$s3_port" || echo "s3: stopped"; }
+    true ;;
+  *) echo "services.sh: unknown action $action" >&2; exit 2 ;;
+esac

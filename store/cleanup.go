@@ -1,0 +1,180 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Claim is a batch of expired pastes one cleanup worker took: short codes and their content hashes,
+// index for index.
+type Claim struct {
+	Codes  []string
+	Hashes [][]byte
+}
+
+// lockExpiredSQL reads the front of idx_cleanup_expired (only live rows, in expiry order) and
+// locks what it returns; SKIP LOCKED passes over rows another claim holds.
+const lockExpiredSQL = `
+	SELECT ctid FROM pastes
+	WHERE status = 'NOT_EXPIRED' AND expires_at <= now()
+	ORDER BY expires_at
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED`
+
+// markClaimedSQL moves the locked rows to DELETION_IN_PROGRESS by their ctid: a TID scan, where
+// short_code IN (...) hash-joins against a scan of the whole table. Locked rows cannot move before
+// the update, so their ctids hold.
+const markClaimedSQL = `
+	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = now()
+	WHERE ctid = ANY ($1::tid[])
+	RETURNING short_code, content_hash`
+
+// ClaimExpired moves up to limit expired live pastes to DELETION_IN_PROGRESS and returns them. It
+// first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
+// transaction: a caller holding the Redis lock releases it in locked, so the lock covers only the
+// choice of rows, and the row locks keep other claims off them until the mark commits. No two
+// claims ever share a row, with or without the Redis lock (invariant 7).
+func (s *Store) ClaimExpired(ctx context.Context, limit int, locked func()) (Claim, error) {
+	var c Claim
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, lockExpiredSQL, limit)
+		if err != nil {
+			return err
+		}
+		tids, err := pgx.CollectRows(rows, pgx.RowTo[pgtype.TID])
+		if locked != nil {
+			locked()
+		}
+		if err != nil || len(tids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, markClaimedSQL, tids)
+		if err != nil {
+			return err
+		}
+		var code string
+		var hash []byte
+		_, err = pgx.ForEachRow(rows, []any{&code, &hash}, func() error {
+			c.Codes = append(c.Codes, code)
+			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return Claim{}, fmt.Errorf("claim expired pastes: %w", err)
+	}
+	return c, nil
+}
+
+// FinishClaim tombstones the claimed pastes and releases their content in one transaction: one
+// statement moves the rows still in DELETION_IN_PROGRESS to DELETED and decrements ref_counts grouped
+// by content, a second deletes the content that reached zero and queues its blobs. A row the
+// watchdog reset, or that another claim finished first, is not in DELETION_IN_PROGRESS any more and
+// changes nothing (invariant 6). Freed blobs are queued as due after outboxDelay: the worker deletes
+// them itself at once, and the outbox is the fallback if it dies first.
+func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Duration) (Released, error) {
+	var rel Released
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, StatusDeleting, ReasonExpired, outboxDelay)
+		return err
+	})
+	return rel, err
+}
+
+// resetStuckSQL reads idx_watchdog_stuck, which holds only the rows in flight.
+const resetStuckSQL = `
+	UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
+	WHERE short_code IN (
+		SELECT short_code FROM pastes
+		WHERE status = 'DELETION_IN_PROGRESS' AND deletion_initiated_at < now() - $1::interval
+		ORDER BY deletion_initiated_at
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED)`
+
+// ResetStuck is the watchdog: rows in DELETION_IN_PROGRESS for longer than olderThan go back to
+// NOT_EXPIRED, at most limit of them. Safe whatever happened to their worker: if its transaction
+// never committed they are still expired and the next claim takes them; if it did, they are DELETED
+// and not touched here. Rows a live transaction holds are skipped.
+func (s *Store) ResetStuck(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, resetStuckSQL, olderThan, limit)
+	if err != nil {
+		return 0, fmt.Errorf("reset stuck pastes: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Backlog is the cleanup work waiting: live pastes past their expiry.
+type Backlog struct {
+	Expired    int64
+	Oldest     time.Time // expiry of the oldest one; zero when there is none
+	InProgress int64     // pastes claimed and not finished
+	Outbox     int64     // blobs waiting for deletion
+}
+
+// MarshalJSON writes the backlog as the admin API and the CLI show it, with the oldest expiry's age.
+func (b Backlog) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Expired          int64      `json:"expired"`
+		OldestExpiredAt  *time.Time `json:"oldest_expired_at"`
+		OldestAgeSeconds float64    `json:"oldest_age_seconds"`
+		InProgress       int64      `json:"in_progress"`
+		Outbox           int64      `json:"outbox"`
+	}{Expired: b.Expired, InProgress: b.InProgress, Outbox: b.Outbox}
+	if !b.Oldest.IsZero() {
+		t := b.Oldest.UTC()
+		out.OldestExpiredAt, out.OldestAgeSeconds = &t, time.Since(b.Oldest).Seconds()
+	}
+	return json.Marshal(out)
+}
+
+// Backlog counts the waiting work. The counts read only the two partial indexes and the outbox.
+func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
+	var b Backlog
+	var oldest *time.Time
+	err := s.pool.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
+		       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
+		       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+		       (SELECT count(*) FROM blob_deletions)`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox)
+	if err != nil {
+		return Backlog{}, fmt.Errorf("read backlog: %w", err)
+	}
+	if oldest != nil {
+		b.Oldest = *oldest
+	}
+	return b, nil
+}
+
+// PurgeTombstones deletes up to limit DELETED rows older than retention. After that a retried
+// delete of such a paste answers 404 instead of 204.
+func (s *Store) PurgeTombstones(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM pastes WHERE short_code IN (
+			SELECT short_code FROM pastes
+			WHERE status = 'DELETED' AND deleted_at < now() - $1::interval
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, retention, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge tombstones: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// PurgeIdempotencyKeys deletes up to limit Idempotency-Key records past their window.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM idempotency_keys WHERE key_hash IN (
+			SELECT key_hash FROM idempotency_keys WHERE created_at <= now() - $1::interval LIMIT $2)`,
+		IdempotencyWindow, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,7 @@
+package store
+
+// The statements whose plans the index test checks.
+const (
+	ClaimSQL      = lockExpiredSQL
+	ResetStuckSQL = resetStuckSQL
+)

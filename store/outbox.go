@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// EnqueueBlobDeletions puts keys in the outbox of blobs to delete, due now.
+func (s *Store) EnqueueBlobDeletions(ctx context.Context, keys []string) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO blob_deletions (blob_key) SELECT unnest($1::text[])
+		ON CONFLICT (blob_key) DO NOTHING`, keys)
+	if err != nil {
+		return fmt.Errorf("enqueue blob deletions: %w", err)
+	}
+	return nil
+}
+
+// ClaimBlobDeletions takes up to limit due keys from the outbox and leases them for lease: they
+// are not due again until then, so concurrent deleters on other replicas leave them alone, and a
+// deleter that dies hands them back by itself. A key some content row names (an upload whose
+// create committed after all) is never handed out.
+func (s *Store) ClaimBlobDeletions(ctx context.Context, limit int, lease time.Duration) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE blob_deletions SET next_attempt = now() + $2::interval, attempts = attempts + 1
+		WHERE blob_key IN (
+			SELECT d.blob_key FROM blob_deletions d
+			WHERE d.next_attempt <= now()
+			  AND NOT EXISTS (SELECT 1 FROM content c WHERE c.blob_key = d.blob_key)
+			ORDER BY d.next_attempt
+			LIMIT $1
+			FOR UPDATE SKIP LOCKED)
+		RETURNING blob_key`, limit, lease)
+	if err != nil {
+		return nil, fmt.Errorf("claim blob deletions: %w", err)
+	}
+	return collectStrings(rows, "claim blob deletions")
+}
+
+// ClearBlobDeletions removes keys S3 confirmed deleted from the outbox.
+func (s *Store) ClearBlobDeletions(ctx context.Context, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM blob_deletions WHERE blob_key = ANY($1)`, keys); err != nil {
+		return fmt.Errorf("clear blob deletions: %w", err)
+	}
+	return nil
+}
+
+// DeferBlobDeletions keeps keys whose delete failed, with the error, due again after an exponential
+// back-off on their number of attempts (5s, 10s, 20s, ... up to an hour).
+func (s *Store) DeferBlobDeletions(ctx context.Context, failed map[string]string) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(failed))
+	errs := make([]string, 0, len(failed))
+	for k, e := range failed {
+		keys = append(keys, k)
+		errs = append(errs, e)
+	}
+	_, err := s.pool.Exec(ctx, `
+		UPDATE blob_deletions d
+		SET last_error = f.err,
+		    next_attempt = now() + least(interval '1 hour', interval '5 seconds' * power(2, least(d.attempts, 20) - 1))
+		FROM unnest($1::text[], $2::text[]) AS f (key, err)
+		WHERE d.blob_key = f.key`, keys, errs)
+	if err != nil {
+		return fmt.Errorf("defer blob deletions: %w", err)
+	}
+	return nil
+}
+
+// UntrackedBlobKeys returns the keys among keys that neither a content row nor the outbox names:
+// the orphan sweeper's candidates.
+func (s *Store) UntrackedBlobKeys(ctx context.Context, keys []string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT k FROM unnest($1::text[]) AS k
+		WHERE NOT EXISTS (SELECT 1 FROM content c WHERE c.blob_key = k)
+		  AND NOT EXISTS (SELECT 1 FROM blob_deletions d WHERE d.blob_key = k)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("find untracked blobs: %w", err)
+	}
+	return collectStrings(rows, "find untracked blobs")
+}

@@ -1,0 +1,290 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Paste statuses, as DESIGN.md names them.
+const (
+	StatusLive     = "NOT_EXPIRED"
+	StatusDeleting = "DELETION_IN_PROGRESS"
+	StatusDeleted  = "DELETED"
+)
+
+// Reasons a paste became a tombstone.
+const (
+	ReasonOwner   = "owner"
+	ReasonBurned  = "burned"
+	ReasonExpired = "expired"
+)
+
+// Paste is a live paste as readers see it, with where its bytes are.
+type Paste struct {
+	Code          string
+	ContentHash   []byte
+	BlobKey       string
+	Size          int64
+	Title         string
+	Language      string
+	Filename      string
+	BurnAfterRead bool
+	CreatedAt     time.Time
+	ExpiresAt     time.Time // zero: never expires
+}
+
+// NewPaste is what a creator asks for. The short code is chosen by the store.
+type NewPaste struct {
+	ContentHash    []byte
+	Size           int64
+	OwnerTokenHash []byte
+	Title          string
+	Language       string
+	Filename       string
+	BurnAfterRead  bool
+	ExpiresAt      time.Time // zero: never expires
+	Idempotency    *Idempotency
+}
+
+// GoneError says why a paste is no longer served. It matches ErrGone.
+type GoneError struct {
+	Reason string // ReasonOwner, ReasonBurned or ReasonExpired
+}
+
+func (e *GoneError) Error() string        { return "paste " + e.Reason }
+func (e *GoneError) Is(target error) bool { return target == ErrGone }
+
+// HashToken is how owner tokens are stored: a SHA-256, enough for 256-bit random tokens.
+func HashToken(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// CreatePasteShared is the dedup fast path: if content with p.ContentHash is already stored, one
+// transaction takes another reference to it and inserts the paste, with no upload at all.
+// It answers ErrNoContent when the content is not stored yet.
+func (s *Store) CreatePasteShared(ctx context.Context, p NewPaste) (Paste, error) {
+	return s.createPaste(ctx, p, func(tx pgx.Tx) (string, error) {
+		var key string
+		err := tx.QueryRow(ctx,
+			`UPDATE content SET ref_count = ref_count + 1 WHERE content_hash = $1 RETURNING blob_key`,
+			p.ContentHash).Scan(&key)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", ErrNoContent
+		}
+		return key, err
+	})
+}
+
+// CreatePasteWithBlob creates p on content just uploaded under the fresh key blobKey. If a concurrent
+// creator stored the same content first, its row wins and blobKey goes to the deletion outbox in the
+// same transaction, so the duplicate upload cannot leak.
+func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey string) (Paste, error) {
+	return s.createPaste(ctx, p, func(tx pgx.Tx) (string, error) {
+		var key string
+		err := tx.QueryRow(ctx, `
+			INSERT INTO content (content_hash, blob_key, size_bytes, ref_count) VALUES ($1, $2, $3, 1)
+			ON CONFLICT (content_hash) DO UPDATE SET ref_count = content.ref_count + 1
+			RETURNING blob_key`, p.ContentHash, blobKey, p.Size).Scan(&key)
+		if err != nil || key == blobKey {
+			return key, err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO blob_deletions (blob_key) VALUES ($1) ON CONFLICT DO NOTHING`, blobKey)
+		return key, err
+	})
+}
+
+// createPaste runs takeContent and the paste insert in one transaction, so a reference is counted
+// exactly when the paste that holds it exists.
+func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (string, error)) (Paste, error) {
+	created := Paste{
+		ContentHash: p.ContentHash, Size: p.Size, Title: p.Title, Language: p.Language,
+		Filename: p.Filename, BurnAfterRead: p.BurnAfterRead, ExpiresAt: p.ExpiresAt,
+	}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		key, err := takeContent(tx)
+		if err != nil {
+			return err
+		}
+		created.BlobKey = key
+		created.Code, created.CreatedAt, err = insertPaste(ctx, tx, p)
+		if err != nil {
+			return err
+		}
+		return rememberIdempotency(ctx, tx, p.Idempotency, created.Code)
+	})
+	if err != nil {
+		return Paste{}, err
+	}
+	return created, nil
+}
+
+// insertPaste inserts the paste under a fresh random short code, drawing again on a collision.
+func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time, error) {
+	var expires *time.Time
+	if !p.ExpiresAt.IsZero() {
+		expires = &p.ExpiresAt
+	}
+	for attempt := 0; attempt < 8; attempt++ {
+		code, err := newShortCode()
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		var createdAt time.Time
+		err = tx.QueryRow(ctx, `
+			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
+			                    burn_after_read, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			ON CONFLICT (short_code) DO NOTHING
+			RETURNING created_at`,
+			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, p.BurnAfterRead, expires,
+		).Scan(&createdAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // the code is taken: draw another
+		}
+		return code, createdAt, err
+	}
+	return "", time.Time{}, errCodeConflict
+}
+
+// ShortCodeLength is the length of a paste's short code: 11 characters of base62, about 65 random bits.
+const ShortCodeLength = 11
+
+const shortCodeAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newShortCode draws a code from the CSPRNG, rejecting bytes past the largest multiple of 62 so every
+// character is equally likely.
+func newShortCode() (string, error) {
+	code := make([]byte, 0, ShortCodeLength)
+	buf := make([]byte, 2*ShortCodeLength)
+	for len(code) < ShortCodeLength {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("draw short code: %w", err)
+		}
+		for _, b := range buf {
+			if b < 248 && len(code) < ShortCodeLength { // 248 = 4*62
+				code = append(code, shortCodeAlphabet[b%62])
+			}
+		}
+	}
+	return string(code), nil
+}
+
+// ValidShortCode reports whether code has the shape of a short code, so malformed ones are refused
+// before any query.
+func ValidShortCode(code string) bool {
+	if len(code) != ShortCodeLength {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// Paste returns the live paste with short code code. It answers ErrNotFound for an unknown code and a
+// *GoneError for a tombstone, a paste being cleaned up, or a paste past its expiry that cleanup has
+// not reached yet (invariant 4: expiry is decided at read time, not by cleanup).
+func (s *Store) Paste(ctx context.Context, code string) (Paste, error) {
+	var (
+		p              Paste
+		status, reason string
+		expired        bool
+		expires        *time.Time
+		reasonPtr      *string
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT p.short_code, p.status, p.deleted_reason, coalesce(p.expires_at <= now(), false),
+		       p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), p.title, p.language,
+		       p.filename, p.burn_after_read, p.created_at, p.expires_at
+		FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
+		WHERE p.short_code = $1`, code,
+	).Scan(&p.Code, &status, &reasonPtr, &expired, &p.ContentHash, &p.BlobKey, &p.Size, &p.Title,
+		&p.Language, &p.Filename, &p.BurnAfterRead, &p.CreatedAt, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Paste{}, ErrNotFound
+	}
+	if err != nil {
+		return Paste{}, fmt.Errorf("read paste: %w", err)
+	}
+	if reasonPtr != nil {
+		reason = *reasonPtr
+	}
+	switch {
+	case status == StatusDeleted:
+		return Paste{}, &GoneError{Reason: reason}
+	case status == StatusDeleting || expired:
+		return Paste{}, &GoneError{Reason: ReasonExpired}
+	}
+	if expires != nil {
+		p.ExpiresAt = *expires
+	}
+	return p, nil
+}
+
+// BurnPaste takes a burn-after-reading paste: the one call that moves it from live to DELETED gets
+// nil and may serve the bytes; every other caller gets a *GoneError. The transition and the release
+// of its content happen in one transaction (invariant 6).
+func (s *Store) BurnPaste(ctx context.Context, code string) (Released, error) {
+	var rel Released
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var hash []byte
+		err := tx.QueryRow(ctx, `
+			SELECT content_hash FROM pastes
+			WHERE short_code = $1 AND status = 'NOT_EXPIRED' AND burn_after_read
+			  AND (expires_at IS NULL OR expires_at > now())
+			FOR UPDATE`, code).Scan(&hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &GoneError{Reason: ReasonBurned}
+		}
+		if err != nil {
+			return err
+		}
+		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, ReasonBurned, 0)
+		return err
+	})
+	return rel, err
+}
+
+// DeletePaste tombstones the paste if token is its owner token. Only a row that actually moves from
+// NOT_EXPIRED to DELETED releases its content, so a retried delete changes nothing (ref-counting
+// seed: the pastes row is the ownership record) and answers nil again. A paste already claimed by
+// cleanup also answers nil: cleanup releases it.
+func (s *Store) DeletePaste(ctx context.Context, code, token string) (Released, error) {
+	var rel Released
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var (
+			owner  []byte
+			status string
+			hash   []byte
+		)
+		err := tx.QueryRow(ctx,
+			`SELECT owner_token_hash, status, content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`,
+			code).Scan(&owner, &status, &hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if subtle.ConstantTimeCompare(owner, HashToken(token)) != 1 {
+			return ErrForbidden
+		}
+		if status != StatusLive {
+			return nil
+		}
+		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, ReasonOwner, 0)
+		return err
+	})
+	return rel, err
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Run is the report of one cleanup run.
+type Run struct {
+	ID          int64      `json:"id"`
+	Trigger     string     `json:"trigger"`
+	Host        string     `json:"host"`
+	Status      string     `json:"status"` // running, finished, failed, or abandoned (no heartbeat)
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	HeartbeatAt time.Time  `json:"heartbeat_at"`
+	Duration    float64    `json:"duration_seconds"` // so far, for a run still going
+	Workers     int        `json:"workers"`
+	RunCounts
+	LastError string `json:"last_error"`
+}
+
+// RunCounts are a run's counters.
+type RunCounts struct {
+	ResetStuck   int64 `json:"reset_stuck"`
+	Claimed      int64 `json:"claimed"`
+	Tombstoned   int64 `json:"tombstoned"`
+	ContentFreed int64 `json:"content_freed"`
+	BlobsDeleted int64 `json:"blobs_deleted"`
+	BlobsFailed  int64 `json:"blobs_failed"`
+	Purged       int64 `json:"purged"`
+	Batches      int64 `json:"batches"`
+	Errors       int64 `json:"errors"`
+}
+
+// abandonedAfter is how long a running run may go without a heartbeat before it counts as abandoned:
+// its process died.
+const abandonedAfter = 2 * time.Minute
+
+// StartRun records a new running run and returns its id.
+func (s *Store) StartRun(ctx context.Context, trigger, host string, workers int) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO cleanup_runs (trigger, host, workers) VALUES ($1, $2, $3) RETURNING id`,
+		trigger, host, workers).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("start run: %w", err)
+	}
+	return id, nil
+}
+
+// UpdateRun writes a run's counters and heartbeat; with finish, also its end and final status.
+func (s *Store) UpdateRun(ctx context.Context, id int64, c RunCounts, lastError string, finish bool) error {
+	_, err := s.pool.Exec(ctx, `
+		UPDATE cleanup_runs SET reset_stuck = $2, claimed = $3, tombstoned = $4, content_freed = $5,
+		       blobs_deleted = $6, blobs_failed = $7, purged = $8, batches = $9, errors = $10, last_error = $11,
+		       heartbeat_at = now(),
+		       finished_at = CASE WHEN $12 THEN now() END,
+		       status = CASE WHEN NOT $12 THEN 'running' WHEN $11 = '' THEN 'finished' ELSE 'failed' END
+		WHERE id = $1`,
+		id, c.ResetStuck, c.Claimed, c.Tombstoned, c.ContentFreed, c.BlobsDeleted, c.BlobsFailed, c.Purged,
+		c.Batches, c.Errors, lastError, finish)
+	if err != nil {
+		return fmt.Errorf("update run %d: %w", id, err)
+	}
+	return nil
+}
+
+const runColumns = `id, trigger, host,
+	CASE WHEN status = 'running' AND heartbeat_at < now() - $1::interval THEN 'abandoned' ELSE status END,
+	started_at, finished_at, heartbeat_at,
+	extract(epoch FROM coalesce(finished_at, now()) - started_at)::float8, workers, reset_stuck, claimed, tombstoned, content_freed,
+	blobs_deleted, blobs_failed, purged, batches, errors, last_error`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	err := row.Scan(&r.ID, &r.Trigger, &r.Host, &r.Status, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
+		&r.Duration, &r.Workers, &r.ResetStuck, &r.Claimed, &r.Tombstoned, &r.ContentFreed, &r.BlobsDeleted,
+		&r.BlobsFailed, &r.Purged, &r.Batches, &r.Errors, &r.LastError)
+	return r, err
+}
+
+// Run returns the run with id, or ErrNotFound.
+func (s *Store) Run(ctx context.Context, id int64) (Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM cleanup_runs WHERE id = $2`, abandonedAfter, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, ErrNotFound
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("read run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// Runs returns the latest runs, newest first.
+func (s *Store) Runs(ctx context.Context, limit int) ([]Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runColumns+` FROM cleanup_runs ORDER BY started_at DESC, id DESC LIMIT $2`,
+		abandonedAfter, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) { return scanRun(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}

@@ -1,0 +1,162 @@
+// Package store is the PostgreSQL side of the pastebin: every SQL statement and transaction lives here.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"pastebin/migrations"
+)
+
+// Sentinel errors. The api package maps them to HTTP statuses.
+var (
+	ErrNotFound     = errors.New("paste not found")
+	ErrGone         = errors.New("paste expired or deleted")
+	ErrForbidden    = errors.New("delete token does not match")
+	ErrNoContent    = errors.New("no content row for this hash")
+	errCodeConflict = errors.New("short code collision")
+)
+
+// defaultMaxConns is the pool size unless the database URL sets pool_max_conns.
+const defaultMaxConns = 24
+
+// Store is the pastebin's PostgreSQL database.
+type Store struct {
+	pool   *pgxpool.Pool
+	logger *slog.Logger
+}
+
+// Open connects to the database at url and checks that it answers.
+func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgxpool's default (the CPU count, at least 4) starves pipelined cleanup workers, which hold
+		// up to three connections each, beside the HTTP requests.
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s := &Store{pool: pool, logger: logger}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes every connection.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the connection pool to tests and tools that check invariants with their own SQL.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// Migrate applies every pending migration and returns the resulting schema version.
+func (s *Store) Migrate(ctx context.Context) (int64, error) {
+	var version int64
+	err := s.withMigrations(func(p *goose.Provider) error {
+		if _, err := p.Up(ctx); err != nil {
+			return fmt.Errorf("migrate up: %w", err)
+		}
+		var err error
+		version, err = p.GetDBVersion(ctx)
+		return err
+	})
+	return version, err
+}
+
+// MigrateDown rolls back the newest migration and returns the resulting schema version.
+func (s *Store) MigrateDown(ctx context.Context) (int64, error) {
+	var version int64
+	err := s.withMigrations(func(p *goose.Provider) error {
+		if _, err := p.Down(ctx); err != nil {
+			return fmt.Errorf("migrate down: %w", err)
+		}
+		var err error
+		version, err = p.GetDBVersion(ctx)
+		return err
+	})
+	return version, err
+}
+
+// MigrationStatus lists every known migration and whether it is applied.
+func (s *Store) MigrationStatus(ctx context.Context) ([]*goose.MigrationStatus, error) {
+	var status []*goose.MigrationStatus
+	err := s.withMigrations(func(p *goose.Provider) error {
+		var err error
+		status, err = p.Status(ctx)
+		return err
+	})
+	return status, err
+}
+
+// migrationLockID is the advisory lock goose holds while migrating, so replicas starting together
+// apply each migration once.
+const migrationLockID = 0x7061737465 // "paste"
+
+func (s *Store) withMigrations(fn func(*goose.Provider) error) error {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, stdlib.OpenDBFromPool(s.pool), migrations.FS,
+		goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	defer p.Close()
+	return fn(p)
+}
+
+// isRetryable reports whether a transaction failed only because of a concurrent one (deadlock or
+// serialization failure), so running it again is safe and likely to succeed.
+func isRetryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// inTx runs fn in one transaction, again (a few times) if it lost a deadlock to a concurrent batch.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = pgx.BeginFunc(ctx, s.pool, fn)
+		if !isRetryable(err) {
+			return err
+		}
+		s.logger.WarnContext(ctx, "transaction retried after a conflict", "attempt", attempt+1, "err", err)
+	}
+	return err
+}
+
+func collectStrings(rows pgx.Rows, what string) ([]string, error) {
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,149 @@
+// Package storetest gives each test its own real PostgreSQL database, cloned from a migrated
+// template in tens of milliseconds and dropped when the test ends.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"pastebin/migrations"
+	"pastebin/store"
+)
+
+// AdminURL is the database URL the tests connect to for creating and dropping databases. make test
+// points it at the private test instance.
+func AdminURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("PASTEBIN_DATABASE_URL")
+	if u == "" {
+		t.Fatal("PASTEBIN_DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL")
+	}
+	return u
+}
+
+// New returns a store on a fresh, migrated database of its own.
+func New(t testing.TB, logger *slog.Logger) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, NewDatabase(t), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewDatabase creates a fresh, migrated database and returns its URL.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	admin := AdminURL(t)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("connect to the test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	tmpl, err := ensureTemplate(ctx, conn, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "pb_test_" + randomHex(8)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() { dropDatabase(t, admin, name) })
+	return withDatabase(admin, name)
+}
+
+func dropDatabase(t testing.TB, admin, name string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Errorf("drop %s: %v", name, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+		t.Errorf("drop %s: %v", name, err)
+	}
+}
+
+// ensureTemplate creates the template database for the current migrations once, however many test
+// processes ask at the same time. Its name carries a hash of the migrations, so a changed migration
+// gets a new template.
+func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, error) {
+	name := "pb_template_" + migrationsHash()[:12]
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7061737465)"); err != nil {
+		return "", err
+	}
+	defer conn.Exec(ctx, "SELECT pg_advisory_unlock(7061737465)")
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_building"
+	if _, err := conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", building)); err != nil {
+		return "", err
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	if err := migrate(ctx, withDatabase(admin, building)); err != nil {
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	// Renamed only once complete, so a crash halfway never leaves a half-migrated template.
+	_, err := conn.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name))
+	return name, err
+}
+
+func migrate(ctx context.Context, dbURL string) error {
+	s, err := store.Open(ctx, dbURL, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Migrate(ctx)
+	return err
+}
+
+func migrationsHash() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func withDatabase(dbURL, name string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
