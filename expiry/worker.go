@@ -33,7 +33,9 @@ type committed struct {
 // returns when a claim comes back empty (or fails repeatedly, or ctx ends) and every batch
 // claimed has gone through all three stages.
 func (x *Expirer) work(ctx context.Context, r *run) {
-	claims := make(chan store.Claim, 1)
+	// Unbuffered: the claim stage holds at most one batch beyond the one being finished, so a slow
+	// or dead finishing transaction strands no more than two batches for the watchdog.
+	claims := make(chan store.Claim)
 	done := make(chan committed, 2)
 	var wg sync.WaitGroup
 	wg.Go(func() { x.afterCommits(ctx, r, done) })
