@@ -269,13 +269,15 @@ func TestBrowserPhone(t *testing.T) {
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 	for _, page := range []struct{ path, shot string }{{"/", "phone-form"}, {"/" + p.code, "phone-paste"}, {"/AAAAAAAAAAA", "phone-404"}} {
 		b.open(page.path)
+		b.screenshot(page.shot)
 		if page.shot == "phone-paste" {
+			// The delete panel is the widest thing on the page: it must fit too.
 			b.do(chromedp.Click(chromedp.CSS("#delete summary")))
+			b.screenshot("phone-paste-delete")
 		}
 		if w := eval[int](b, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
 			t.Errorf("%s is %dpx wider than the phone", page.path, w)
 		}
-		b.screenshot(page.shot)
 	}
 	b.clean()
 }

@@ -82,3 +82,26 @@ func TestRelativeTime(t *testing.T) {
 		}
 	}
 }
+
+// Every token class the light style colours is coloured again for dark pages, or the light colour
+// would show on the dark background; and the stylesheet is the same bytes on every replica.
+func TestHighlightCSSDark(t *testing.T) {
+	css := string(highlightCSS())
+	if css != string(highlightCSS()) {
+		t.Fatal("highlightCSS differs between calls: its hashed URL would differ between replicas")
+	}
+	light, dark, ok := strings.Cut(css, "@media (prefers-color-scheme: dark)")
+	if !ok {
+		t.Fatal("no dark block in the stylesheet")
+	}
+	coloured := regexp.MustCompile(`\.chroma \.([a-z0-9]+) \{[^}]*\bcolor:`)
+	inDark := map[string]bool{}
+	for _, m := range coloured.FindAllStringSubmatch(dark, -1) {
+		inDark[m[1]] = true
+	}
+	for _, m := range coloured.FindAllStringSubmatch(light, -1) {
+		if !inDark[m[1]] {
+			t.Errorf("class %s is coloured for light pages and not for dark ones", m[1])
+		}
+	}
+}
