@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,6 +21,8 @@ type problem struct {
 	name   string // the last segment of the type URI
 	title  string
 	detail string
+	// retryAfter, when set, is answered as Retry-After: when the client may try again.
+	retryAfter time.Duration
 }
 
 func (p *problem) Error() string { return p.name + ": " + p.detail }
@@ -35,6 +38,13 @@ func (p *problem) Is(target error) bool {
 func (p *problem) withDetail(detail string) *problem {
 	q := *p
 	q.detail = detail
+	return &q
+}
+
+// withRetryAfter returns a copy of p that tells the client to try again after d.
+func (p *problem) withRetryAfter(d time.Duration) *problem {
+	q := *p
+	q.retryAfter = d
 	return &q
 }
 
@@ -58,13 +68,15 @@ var (
 	errAdminDisabled    = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
 	errCleanupDisabled  = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
 	errRunNotFound      = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
+	errRateLimited      = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
+	errBusy             = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
 )
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
 	errNotFound, errGone, errForbidden, errUnauthorized, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
 	errMediaType, errBadIdempotency, errKeyReused, errStorage, errRouteNotFound, errMethodNotAllowed, errInternal,
-	errAdminDisabled, errCleanupDisabled, errRunNotFound,
+	errAdminDisabled, errCleanupDisabled, errRunNotFound, errRateLimited, errBusy,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:
@@ -115,6 +127,8 @@ type problemBody struct {
 	Status   int    `json:"status"`
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
+	// RequestID names the request in the server's logs, for a support request.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // writeProblem answers p as application/problem+json.
@@ -128,12 +142,14 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 	h.Del("Content-Length")
 	h.Del("ETag")
 	h.Del("Content-Disposition")
+	setRetryAfter(h, p.retryAfter)
 	w.WriteHeader(p.status)
 	if r.Method == http.MethodHead {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(problemBody{
 		Type: "/problems/" + p.name, Title: p.title, Status: p.status, Detail: p.detail, Instance: r.URL.Path,
+		RequestID: RequestID(r.Context()),
 	})
 }
 

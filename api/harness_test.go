@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"io"
@@ -45,6 +46,12 @@ type env struct {
 	noCheck bool // skip the OpenAPI check (for deliberately broken requests the router cannot match)
 	expirer *expiry.Expirer
 	workers int // cleanup workers behind /admin; 0 leaves the API without a cleanup runner
+	logger  *slog.Logger
+	cfg     api.Config
+	deps    api.Deps
+	// Rate limits are counted in Redis when ratesInRedis is set: rateRedis, or else the test's Redis.
+	ratesInRedis bool
+	rateRedis    *redis.Client
 }
 
 type envOption func(*api.Config, *env)
@@ -60,6 +67,25 @@ func withAdmin(token string, workers int) envOption {
 		c.AdminTokenHash, e.workers = h[:], workers
 	}
 }
+
+// withRates turns on the per-client limits of creates and of failed deletes (a zero Rate stays
+// off), counted in the test's Redis, under the test's prefix.
+func withRates(create, deleteFailures api.Rate) envOption {
+	return func(c *api.Config, e *env) {
+		c.CreateRate, c.DeleteFailureRate, e.ratesInRedis = create, deleteFailures, true
+	}
+}
+
+// withRateRedis counts the rate limits in rdb instead of the test's Redis.
+func withRateRedis(rdb *redis.Client) envOption {
+	return func(_ *api.Config, e *env) { e.rateRedis = rdb }
+}
+
+// withConfig changes the API's configuration.
+func withConfig(f func(*api.Config)) envOption { return func(c *api.Config, _ *env) { f(c) } }
+
+// withLogger gives the API, the store and the cache logger.
+func withLogger(l *slog.Logger) envOption { return func(_ *api.Config, e *env) { e.logger = l } }
 
 // clock is the API's clock, which tests move forward to see expiry through the cache.
 type clock struct {
@@ -83,7 +109,7 @@ var testLogger = slog.New(slog.DiscardHandler)
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100)}
+	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100), logger: testLogger}
 	cfg := api.Config{
 		MaxPasteBytes: 1 << 20,
 		Expiry:        api.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour},
@@ -93,15 +119,16 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&cfg, e)
 	}
-	e.store = storetest.New(t, testLogger)
+	e.store = storetest.New(t, e.logger)
 	if e.bucket == nil {
 		e.bucket = blobtest.New(t)
 	}
-	e.cache, e.prefix = cachetest.New(t, testLogger)
+	e.cache, e.prefix = cachetest.New(t, e.logger)
 	e.rdb = cachetest.Client(t)
 	e.spec = loadSpec(t)
+	cfg.RateKeyPrefix = e.prefix + "rate:" // deleted with the test's other keys
 	deps := api.Deps{
-		Logger: testLogger, Store: e.store, Bucket: e.bucket, Cache: e.cache, Registry: prometheus.NewRegistry(),
+		Logger: e.logger, Store: e.store, Bucket: e.bucket, Cache: e.cache, Registry: prometheus.NewRegistry(),
 		Now: e.clock.now, BlobsFreed: func() {
 			select {
 			case e.freed <- struct{}{}:
@@ -119,10 +146,25 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		}
 		e.expirer, deps.Cleanup = x, x
 	}
-	handler := api.NewServer(cfg, deps)
-	e.srv = httptest.NewServer(handler)
+	if e.ratesInRedis {
+		deps.RateRedis = cmp.Or(e.rateRedis, e.rdb)
+	}
+	e.cfg, e.deps = cfg, deps
+	e.srv = httptest.NewServer(api.NewServer(cfg, deps))
 	t.Cleanup(e.srv.Close)
 	return e
+}
+
+// replica is another API process over the same database, bucket and Redis, as a second replica
+// behind a load balancer would be.
+func (e *env) replica() *env {
+	e.t.Helper()
+	deps := e.deps
+	deps.Registry = prometheus.NewRegistry()
+	r := *e
+	r.srv = httptest.NewServer(api.NewServer(e.cfg, deps))
+	e.t.Cleanup(r.srv.Close)
+	return &r
 }
 
 var (

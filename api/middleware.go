@@ -75,11 +75,12 @@ func (m *httpMetrics) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// statusWriter remembers the status a handler wrote.
+// statusWriter remembers the status a handler wrote, and how many bytes of body.
 type statusWriter struct {
 	http.ResponseWriter
 	status      int
 	wroteHeader bool
+	bytes       int64
 }
 
 func (w *statusWriter) WriteHeader(status int) {
@@ -91,7 +92,9 @@ func (w *statusWriter) WriteHeader(status int) {
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	w.wroteHeader = true
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the connection (deadlines, flushing).

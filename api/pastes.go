@@ -27,6 +27,7 @@ type pasteService struct {
 	now    func() time.Time
 	freed  func() // tells the blob deleter that keys wait in the outbox; may be nil
 	web    *webUI // the browser pages, which errors are shown as when a browser asks
+	limits *limits
 }
 
 // createInput is a decoded create request, whichever way it came in.
@@ -216,11 +217,19 @@ func (ps *pasteService) burn(ctx context.Context, p store.Paste) ([]byte, error)
 }
 
 // delete tombstones the paste for its owner; a retried delete answers nil again and does nothing.
+// A client that sent too many wrong tokens is refused before its token is checked.
 func (ps *pasteService) delete(ctx context.Context, code, token string) error {
 	if !store.ValidShortCode(code) {
 		return store.ErrNotFound
 	}
+	if ps.limits.failures.exhausted(ctx) {
+		ps.limits.refused.WithLabelValues("delete_failures").Inc()
+		return rateLimited(ps.cfg.DeleteFailureRate, "failed deletes")
+	}
 	rel, err := ps.store.DeletePaste(ctx, code, token)
+	if errors.Is(err, store.ErrForbidden) {
+		ps.limits.failures.failed(ctx)
+	}
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@ import (
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(recoverPanics(deps.Logger, ps.writeError), newHTTPMetrics(deps.Registry).middleware, securityHeaders)
+	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), accessLog(deps.Logger),
+		recoverPanics(deps.Logger, ps.writeError), newHTTPMetrics(deps.Registry).middleware, securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	})
@@ -29,9 +30,10 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 
 	r.Method(http.MethodGet, "/static/{hash}/{name}", handleStatic(ps, ps.web.assets))
 	r.Method(http.MethodGet, "/", either(wantsHTML, handleWebIndex(ps.web), handleUsage(ps)))
-	r.Method(http.MethodPost, "/", either(isWebForm, handleWebCreate(ps.web), handlePasteCreateCurl(ps)))
-	r.Method(http.MethodPut, "/{name}", handlePasteCreateCurl(ps))
-	r.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(ps))
+	creates := r.With(ps.limits.guardCreate(ps.writeError)) // per-client rate, then a bounded upload slot
+	creates.Method(http.MethodPost, "/", either(isWebForm, handleWebCreate(ps.web), handlePasteCreateCurl(ps)))
+	creates.Method(http.MethodPut, "/{name}", handlePasteCreateCurl(ps))
+	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(ps))
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(ps))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(ps))
 	r.Method(http.MethodGet, "/raw/{code}", handlePasteRaw(ps))

@@ -5,9 +5,11 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"pastebin/blob"
 	"pastebin/cache"
@@ -23,6 +25,12 @@ type Config struct {
 	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
 	OpenAPISpec    []byte        // served at /openapi.yaml
 	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
+
+	CreateRate           Rate           // creates per client; the zero Rate turns the limit off
+	DeleteFailureRate    Rate           // wrong-token deletes per client; the zero Rate turns the limit off
+	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
+	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
+	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
 }
 
 // Deps are the services the API runs on.
@@ -35,6 +43,8 @@ type Deps struct {
 	BlobsFreed func()        // called when a delete freed a blob; may be nil
 	Cleanup    CleanupRunner // starts cleanup runs for /admin; may be nil
 	Now        func() time.Time
+	// RateRedis counts the rate limits across replicas; nil counts them in this process alone.
+	RateRedis *redis.Client
 }
 
 // NewServer returns the whole HTTP API as one handler.
@@ -43,11 +53,13 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	if now == nil {
 		now = time.Now
 	}
+	deps.Logger = slog.New(LogHandler(deps.Logger.Handler())) // every line of a request names it
 	ps := &pasteService{
 		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
 		cfg: cfg, now: now, freed: deps.BlobsFreed,
 	}
 	ps.web = newWebUI(ps)
+	ps.limits = newLimits(cfg, deps, ps)
 	return routes(cfg, deps, ps)
 }
 

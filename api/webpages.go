@@ -101,15 +101,19 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 		d.Hint = "Check the link: paste addresses are case-sensitive. Or create a new paste."
 	case p.status == http.StatusGone:
 		d.Heading, d.Hint = "This paste is gone", "Its content is no longer stored here and cannot be brought back."
+	case p.status == http.StatusTooManyRequests:
+		d.Heading, d.Hint = "Slow down", "Wait a little, then try again."
 	case p.status >= 500:
 		d.Heading, d.Hint = "Something went wrong", "Nothing you did caused this. Try again in a moment."
 	}
 	if p.name == errInternal.name {
 		d.Detail = "" // "internal error" says nothing the heading does not
 	}
-	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && (p.status == http.StatusBadRequest || p.status == http.StatusForbidden) {
+	refusedForm := p.status == http.StatusBadRequest || p.status == http.StatusForbidden || p.status == http.StatusTooManyRequests
+	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && refusedForm {
 		d.Back = "/" + code
 	}
+	setRetryAfter(w.Header(), p.retryAfter)
 	web.render(w, r, p.status, "error", page{Title: d.Heading, NoIndex: true, Data: d})
 }
 

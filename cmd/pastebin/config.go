@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -109,4 +110,45 @@ func (d *duration) Set(v string) error {
 	}
 	*d = duration(l)
 	return err
+}
+
+// rate is a flag for a rate limit: 60/1m, 10/1h, or "off" (also 0).
+type rate api.Rate
+
+func (r *rate) String() string { return api.Rate(*r).String() }
+
+func (r *rate) Set(v string) error {
+	x, err := api.ParseRate(v)
+	*r = rate(x)
+	return err
+}
+
+// prefixList is a flag for a comma-separated list of CIDR ranges; a bare address is its own range.
+type prefixList []netip.Prefix
+
+func (l *prefixList) String() string {
+	s := make([]string, len(*l))
+	for i, p := range *l {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (l *prefixList) Set(v string) error {
+	*l = nil
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return fmt.Errorf("%q is not a CIDR range such as 10.0.0.0/8 or an address", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		*l = append(*l, p.Masked())
+	}
+	return nil
 }

@@ -41,6 +41,39 @@ type serveConfig struct {
 	cacheMaxBytes   byteSize
 	migrate         bool
 	shutdownTimeout duration
+	limits          limitsConfig
+}
+
+// limitsConfig are the limits against abuse: rates per client, uploads in memory, and the HTTP
+// server's timeouts and header size, which keep a slow client from holding a connection.
+type limitsConfig struct {
+	createRate        rate
+	deleteFailureRate rate
+	trustedProxies    prefixList
+	maxUploads        int
+	readHeaderTimeout duration
+	readTimeout       duration
+	writeTimeout      duration
+	idleTimeout       duration
+	maxHeaderBytes    byteSize
+}
+
+// register adds the limits' flags, with their defaults in c.
+func (c *limitsConfig) register(fs *flag.FlagSet) {
+	*c = limitsConfig{
+		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
+		maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
+		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
+	}
+	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
+	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
+	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
+	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
+	fs.Var(&c.writeTimeout, "write-timeout", "longest time from the end of a request's headers to the end of the answer")
+	fs.Var(&c.idleTimeout, "idle-timeout", "how long an idle keep-alive connection is kept open")
+	fs.Var(&c.maxHeaderBytes, "max-header-size", "largest request headers accepted; larger answers 431")
 }
 
 func parseServeConfig(args []string, getenv func(string) string, stdout io.Writer) (serveConfig, error) {
@@ -102,6 +135,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
+	c.limits.register(fs)
 	return fs
 }
 
@@ -144,9 +178,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	handler := api.NewServer(api.Config{
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
-		AdminTokenHash: cfg.adminHash,
+		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
+		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
+		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
-		BlobsFreed: expirer.Kick, Cleanup: expirer})
+		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.redis})
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveHTTP(ctx, cfg, handler, logger) })
@@ -154,16 +190,23 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	return g.Wait()
 }
 
-// serveHTTP listens until ctx ends, then shuts down gracefully. The timeouts keep a slow client
-// from holding a connection.
-func serveHTTP(ctx context.Context, cfg serveConfig, handler http.Handler, logger *slog.Logger) error {
-	srv := &http.Server{
-		Addr: cfg.addr, Handler: handler,
-		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
-		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+// newHTTPServer returns the server of handler. Its timeouts keep a slow client from holding a
+// connection: headers sent byte by byte (slowloris) are cut at the read-header timeout, a body
+// trickled in at the read timeout, a reader that stops reading at the write timeout.
+func newHTTPServer(ctx context.Context, c limitsConfig, handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: time.Duration(c.readHeaderTimeout), ReadTimeout: time.Duration(c.readTimeout),
+		WriteTimeout: time.Duration(c.writeTimeout), IdleTimeout: time.Duration(c.idleTimeout),
+		MaxHeaderBytes: int(c.maxHeaderBytes),
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+}
+
+// serveHTTP listens until ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, cfg serveConfig, handler http.Handler, logger *slog.Logger) error {
+	srv := newHTTPServer(ctx, cfg.limits, handler, logger)
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"pastebin/api"
+)
+
+// startHTTPServer serves handler with the limits of c on a real listener at 127.0.0.1, as serve
+// does, and returns its address.
+func startHTTPServer(t *testing.T, c limitsConfig, handler http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(context.Background(), c, handler, slog.New(slog.DiscardHandler))
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+func testLimits(t *testing.T) limitsConfig {
+	t.Helper()
+	var c serveConfig
+	if err := parseFlags(c.flags(io.Discard), nil, func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	return c.limits
+}
+
+// TestSlowlorisIsCutOff: a client that sends its headers a byte at a time is disconnected at the
+// read-header timeout, and meanwhile the server goes on answering everyone else.
+func TestSlowlorisIsCutOff(t *testing.T) {
+	t.Parallel()
+	c := testLimits(t)
+	c.readHeaderTimeout = duration(300 * time.Millisecond)
+	addr := startHTTPServer(t, c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		_, _ = io.Copy(io.Discard, conn) // returns when the server closes the connection
+		closed <- time.Since(start)
+	}()
+	trickle := "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: " + strings.Repeat("a", 100)
+	var cut time.Duration
+trickling:
+	for i := range len(trickle) {
+		if _, err := conn.Write([]byte{trickle[i]}); err != nil {
+			break
+		}
+		if i == 3 { // while the slow client holds its connection, others are served
+			if resp, err := http.Get("http://" + addr + "/"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("a normal request during the slow one: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+		}
+		select {
+		case cut = <-closed:
+			break trickling
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if cut == 0 {
+		t.Fatalf("the slow client still held its connection after %v", time.Since(start))
+	}
+	if cut > 2*time.Second {
+		t.Errorf("cut off after %v, want about the 300ms read-header timeout", cut)
+	}
+}
+
+func TestLargeHeadersRefused(t *testing.T) {
+	t.Parallel()
+	c := testLimits(t)
+	c.maxHeaderBytes = 4 << 10
+	addr := startHTTPServer(t, c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 16<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("got %d, want 431", resp.StatusCode)
+	}
+}
+
+func TestLimitsConfig(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"PASTEBIN_RATE_CREATE":            "100/1h",
+		"PASTEBIN_RATE_DELETE_FAILURES":   "off",
+		"PASTEBIN_TRUSTED_PROXIES":        "10.0.0.0/8, 192.168.1.7,fd00::/8",
+		"PASTEBIN_MAX_CONCURRENT_UPLOADS": "4",
+		"PASTEBIN_READ_HEADER_TIMEOUT":    "5s",
+	}
+	cfg, err := parseServeConfig(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.limits
+	if api.Rate(got.createRate) != (api.Rate{Requests: 100, Window: time.Hour}) || api.Rate(got.deleteFailureRate).On() {
+		t.Errorf("rates: create %v, delete failures %v", api.Rate(got.createRate), api.Rate(got.deleteFailureRate))
+	}
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32"), netip.MustParsePrefix("fd00::/8")}
+	if diff := cmp.Diff(want, []netip.Prefix(got.trustedProxies), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("trusted proxies (-want +got):\n%s", diff)
+	}
+	if got.maxUploads != 4 || time.Duration(got.readHeaderTimeout) != 5*time.Second {
+		t.Errorf("uploads %d, read-header timeout %v", got.maxUploads, time.Duration(got.readHeaderTimeout))
+	}
+	for k, v := range map[string]string{"PASTEBIN_RATE_CREATE": "lots", "PASTEBIN_TRUSTED_PROXIES": "10.0.0.0/33"} {
+		_, err := parseServeConfig(nil, func(key string) string { return map[string]string{k: v}[key] }, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("%s=%q: got error %v, want one naming the variable", k, v, err)
+		}
+	}
+}
