@@ -75,7 +75,17 @@ type Object struct {
 // List calls fn with every object under prefix, in key order, one page of up to 1000 at a time.
 // A non-nil error from fn stops the listing and is returned.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func([]Object) error) error {
-	p := s3.NewListObjectsV2Paginator(b.client, &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix})
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List from the first key after startAfter on; "" starts at the beginning. Listings of
+// several key ranges can then run side by side.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, startAfter string, fn func([]Object) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix}
+	if startAfter != "" {
+		in.StartAfter = &startAfter
+	}
+	p := s3.NewListObjectsV2Paginator(b.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {

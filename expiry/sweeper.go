@@ -9,12 +9,10 @@ import (
 
 // SweepReport is what one pass of the orphan sweeper found.
 type SweepReport struct {
-	Scanned      int        `json:"scanned"`                 // objects listed under the blob prefix
-	Orphans      int        `json:"orphans"`                 // of those, older than the grace period and named by nothing
-	OrphanBytes  int64      `json:"orphan_bytes"`            // their size
-	OldestOrphan *time.Time `json:"oldest_orphan,omitempty"` // the oldest one's last modification
-	Deleted      int        `json:"deleted"`                 // outbox blobs deleted afterwards, orphans included
-	Failed       int        `json:"failed"`
+	Scanned     int `json:"scanned"` // objects listed under the blob prefix
+	OrphanStats     // of those, older than the grace period and named by nothing
+	Deleted     int `json:"deleted"` // outbox blobs deleted afterwards, orphans included
+	Failed      int `json:"failed"`
 }
 
 // Sweep is the blob-GC seed's mark and sweep, as a safety net: it lists the blob prefix, page by
@@ -26,33 +24,14 @@ func (x *Expirer) Sweep(ctx context.Context) (SweepReport, error) {
 	cutoff := time.Now().Add(-x.cfg.OrphanGrace)
 	err := x.blobs.List(ctx, blob.Prefix, func(objs []blob.Object) error {
 		rep.Scanned += len(objs)
-		var old []string
-		sizes := map[string]blob.Object{}
-		for _, o := range objs {
-			if o.LastModified.Before(cutoff) {
-				old = append(old, o.Key)
-				sizes[o.Key] = o
-			}
-		}
-		if len(old) == 0 {
-			return nil
-		}
-		orphans, err := x.store.UntrackedBlobKeys(ctx, old)
-		if err != nil {
+		orphans, _, err := untracked(ctx, x.store, objs, cutoff)
+		if err != nil || len(orphans) == 0 {
 			return err
 		}
-		for _, k := range orphans {
-			o := sizes[k]
-			rep.OrphanBytes += o.Size
-			if rep.OldestOrphan == nil || o.LastModified.Before(*rep.OldestOrphan) {
-				rep.OldestOrphan = &o.LastModified
-			}
-		}
-		rep.Orphans += len(orphans)
-		if len(orphans) == 0 {
-			return nil
-		}
-		return x.store.EnqueueBlobDeletions(ctx, orphans)
+		rep.add(orphans)
+		// A listed key the blob deleter removed since (and cleared from the outbox) comes back here:
+		// queued again, its delete is a no-op.
+		return x.store.EnqueueBlobDeletions(ctx, keysOf(orphans))
 	})
 	if err != nil {
 		x.metrics.failures.WithLabelValues("sweep").Inc()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"pastebin/store"
@@ -54,8 +53,9 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	progress, done := newProgress(stdout, backlog.Expired, logger)
-	run, err := x.RunOnce(ctx, "cli", progress)
+	set, done := newProgress(stdout, progressSpec{total: backlog.Expired, bar: "cleaning expired pastes", unit: "pastes",
+		event: "cleanup progress", key: "tombstoned"}, logger)
+	run, err := x.RunOnce(ctx, "cli", func(c store.RunCounts) { set(c.Tombstoned, "blobs_deleted", c.BlobsDeleted) })
 	done()
 	if err != nil {
 		return err
@@ -80,24 +80,6 @@ func openForCommand(ctx context.Context, conn *connConfig, stdout io.Writer) (*s
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-// newProgress shows a run's progress: a bar on a terminal, a log line every few seconds otherwise.
-func newProgress(stdout io.Writer, total int64, logger *slog.Logger) (func(store.RunCounts), func()) {
-	if !isTerminal(stdout) {
-		last := time.Now()
-		return func(c store.RunCounts) {
-			if time.Since(last) >= 5*time.Second {
-				last = time.Now()
-				logger.Info("cleanup progress", "tombstoned", c.Tombstoned, "of", total, "blobs_deleted", c.BlobsDeleted)
-			}
-		}, func() {}
-	}
-	bar := progressbar.NewOptions64(max(total, 1), progressbar.OptionSetWriter(stdout),
-		progressbar.OptionSetDescription("cleaning expired pastes"), progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(), progressbar.OptionSetItsString("pastes"), progressbar.OptionThrottle(200*time.Millisecond))
-	return func(c store.RunCounts) { _ = bar.Set64(min(c.Tombstoned, max(total, 1))) },
-		func() { _ = bar.Finish(); fmt.Fprintln(stdout) }
 }
 
 // printDryRun prints the backlog, which needs the database alone.

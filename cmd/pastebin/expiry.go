@@ -27,7 +27,7 @@ type expiryConfig struct {
 func (c *expiryConfig) register(fs *flag.FlagSet) {
 	d := expiry.DefaultConfig()
 	c.stuckAfter, c.outboxEvery = duration(d.StuckAfter), duration(d.OutboxEvery)
-	c.orphanGrace, c.tombstoneRetention, c.lockTTL = duration(d.OrphanGrace), duration(d.TombstoneRetention), duration(5*time.Second)
+	c.tombstoneRetention, c.lockTTL = duration(d.TombstoneRetention), duration(5*time.Second)
 	fs.IntVar(&c.workers, "cleanup-workers", d.Workers, "cleanup workers in this process; 0 runs no cleanup here")
 	fs.IntVar(&c.batchSize, "cleanup-batch-size", d.BatchSize, "expired pastes per claimed batch")
 	fs.StringVar(&c.schedule, "cleanup-schedule", d.Schedule, `when cleanup runs start, UTC: a cron expression ("0 0 * * *": midnight) or "@every 1m"`)
@@ -35,8 +35,14 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.lockTTL, "cleanup-lock-ttl", "time to live of the Redis lock taken around each claim")
 	fs.Var(&c.outboxEvery, "outbox-interval", "how often the blob deleter drains the outbox when nothing wakes it")
 	fs.StringVar(&c.sweepSchedule, "sweep-schedule", d.SweepSchedule, `when the orphan sweeper runs, UTC (cron or "@every 6h"); empty: never`)
-	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this")
+	c.registerOrphanGrace(fs)
 	fs.Var(&c.tombstoneRetention, "tombstone-retention", "deleted pastes are remembered (410, idempotent deletes) this long")
+}
+
+// registerOrphanGrace adds the grace period alone: the sweeper and fsck must agree on it.
+func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
+	c.orphanGrace = duration(expiry.DefaultConfig().OrphanGrace)
+	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this")
 }
 
 // newExpirer builds the cleanup subsystem over svc.

@@ -25,6 +25,8 @@ commands:
   migrate   apply database migrations (up, down, status)
   cleanup   run one cleanup now and print its report (--dry-run: the backlog only)
   sweep     delete orphan blobs older than the grace period and report them
+  fsck      check invariants 1-3 (ref counts, blobs, orphans, outbox) on a live deployment;
+            exits non-zero on a problem (--repair: fix ref counts, queue orphans; --json)
 
 Run 'pastebin <command> -h' for the flags of a command.
 `
@@ -46,6 +48,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		err = runCleanup(ctx, rest, getenv, stdout)
 	case "sweep":
 		err = runSweep(ctx, rest, getenv, stdout)
+	case "fsck":
+		err = runFsck(ctx, rest, getenv, stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
