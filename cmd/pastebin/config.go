@@ -28,16 +28,33 @@ func newFlagSet(name, summary string, out io.Writer) *flag.FlagSet {
 			if f.DefValue != "" {
 				def = " (default " + f.DefValue + ")"
 			}
-			fmt.Fprintf(out, "  -%s [%s]\n    \t%s%s\n", f.Name, envName(f.Name), f.Usage, def)
+			env := envName(f.Name)
+			if commandLineOnly(f.Name) {
+				env = "command line only"
+			}
+			fmt.Fprintf(out, "  -%s [%s]\n    \t%s%s\n", f.Name, env, f.Usage, def)
 		})
 	}
 	return fs
+}
+
+// commandLineOnly reports whether a flag says what one command does rather than how the service is
+// set up: a PASTEBIN_REPAIR left in an environment must not turn every fsck into a repair.
+func commandLineOnly(flagName string) bool {
+	switch flagName {
+	case "repair", "dry-run", "json":
+		return true
+	}
+	return false
 }
 
 // parseFlags applies the environment first and the command line over it.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
+		if commandLineOnly(f.Name) {
+			return
+		}
 		if v := getenv(envName(f.Name)); v != "" && err == nil {
 			if setErr := fs.Set(f.Name, v); setErr != nil {
 				err = fmt.Errorf("%s=%q: %w", envName(f.Name), v, setErr)

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"io"
+	"testing"
+)
+
+// Settings come from the environment; what one command should do comes only from its command line.
+func TestActionFlagsIgnoreTheEnvironment(t *testing.T) {
+	env := map[string]string{"PASTEBIN_REPAIR": "true", "PASTEBIN_JSON": "true", "PASTEBIN_DRY_RUN": "true",
+		"PASTEBIN_ORPHAN_GRACE": "2h"}
+	fs := newFlagSet("test", "", io.Discard)
+	repair, asJSON, dryRun := fs.Bool("repair", false, ""), fs.Bool("json", false, ""), fs.Bool("dry-run", false, "")
+	var exp expiryConfig
+	exp.registerOrphanGrace(fs)
+	if err := parseFlags(fs, []string{"-json"}, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if *repair || *dryRun {
+		t.Errorf("repair %v, dry-run %v from the environment; want both false", *repair, *dryRun)
+	}
+	if !*asJSON {
+		t.Error("-json on the command line was not applied")
+	}
+	if got := exp.orphanGrace.String(); got != "2h" {
+		t.Errorf("orphan grace %s, want 2h from the environment", got)
+	}
+}
