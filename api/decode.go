@@ -58,9 +58,19 @@ func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
 		in.content, in.hash, err = readContent(r.Body, max)
 	}
 	if err != nil {
-		return createInput{}, err
+		return createInput{}, asPasteLimit(err, max)
 	}
 	return in, validateOptions(&in)
+}
+
+// asPasteLimit reports a body cut at limitBody's bound as the paste limit: the one number the client
+// can act on, since the bound adds room for form boundaries and fields.
+func asPasteLimit(err error, max int64) error {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return &http.MaxBytesError{Limit: max}
+	}
+	return err
 }
 
 // optionNames maps each create option to its query parameter and its header.
@@ -175,6 +185,9 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 		if len(v) > maxFieldBytes {
 			return errBadRequest.withDetail("The form field " + strconv.Quote(name) + " is too long.")
 		}
+		if name == "burn_after_read" {
+			name = "burn" // one option under two names: the later field wins, as a repeated one does
+		}
 		opts[name] = string(v)
 	}
 	return nil
@@ -209,17 +222,31 @@ func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
 	var body jsonCreate
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	err := dec.Decode(&body)
+	if err == nil {
+		err = jsonEnd(dec)
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return createInput{}, &http.MaxBytesError{Limit: max}
 		}
 		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
 	}
-	if dec.More() {
-		return createInput{}, errBadRequest.withDetail("Malformed JSON: more than one value in the body.")
-	}
 	return jsonInput(body, max)
+}
+
+// jsonEnd checks that only white space follows the value. dec.More would pass `{...}]`, and
+// anything after the value that the body limit cuts off, since it reports no error.
+func jsonEnd(dec *json.Decoder) error {
+	_, err := dec.Token()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err == nil:
+		return errors.New("more than one value in the body")
+	}
+	return err
 }
 
 func jsonInput(body jsonCreate, max int64) (createInput, error) {
@@ -273,7 +300,8 @@ func validateOptions(in *createInput) error {
 		return errBadRequest.withDetail("title must be printable text of at most 200 characters.")
 	case len(in.language) > maxLanguageLen || strings.ContainsFunc(in.language, notLanguageRune):
 		return errBadRequest.withDetail("language must be a short name such as go, python or c++.")
-	case !printable(in.filename) || len(in.filename) > maxFilenameLen || strings.ContainsAny(in.filename, `/\"`):
+	case !printable(in.filename) || len(in.filename) > maxFilenameLen || strings.ContainsAny(in.filename, `/\"`) ||
+		in.filename == "." || in.filename == "..": // a download under such a name would be a folder
 		return errBadRequest.withDetail("filename must be a plain file name of at most 255 bytes.")
 	}
 	return nil

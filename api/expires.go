@@ -61,9 +61,13 @@ func ParseLifetime(v string) (time.Duration, error) {
 	return d, nil
 }
 
+// maxLifetime is the longest lifetime anything reads: far past any sensible expiry, and far from
+// time.Duration's overflow at 292 years.
+const maxLifetime = 100 * 365 * 24 * time.Hour
+
 func parseLifetime(v string) (time.Duration, bool) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > int64(100*365*24*time.Hour/time.Second) {
+		if n <= 0 || n > int64(maxLifetime/time.Second) {
 			return 0, false
 		}
 		return time.Duration(n) * time.Second, true
@@ -72,14 +76,16 @@ func parseLifetime(v string) (time.Duration, bool) {
 	if i > 0 {
 		if unit, ok := expiryUnits[v[i:]]; ok {
 			n, err := strconv.ParseInt(v[:i], 10, 64)
-			if err != nil || n <= 0 || n > int64(100*365*24*time.Hour/unit) {
+			if err != nil || n <= 0 || n > int64(maxLifetime/unit) {
 				return 0, false
 			}
 			return time.Duration(n) * unit, true
 		}
 	}
+	// Capped like the forms above, or "876001h0m" would be read but written back as "876001h",
+	// which they refuse.
 	d, err := time.ParseDuration(v)
-	return d, err == nil && d > 0
+	return d, err == nil && d > 0 && d <= maxLifetime
 }
 
 // FormatLifetime writes d the way expires_in and the settings read it: the largest whole unit
@@ -109,8 +115,10 @@ func (p ExpiryPolicy) Validate() error {
 	switch {
 	case p.Default == 0 && !p.AllowNever:
 		return errors.New(`the default expiry is "never" but "never" is not allowed`)
-	case p.Max <= 0:
-		return errors.New("the maximum expiry must be positive")
+	case p.Max < time.Second:
+		return errors.New("the maximum expiry must be at least one second")
+	case p.Default != 0 && p.Default < time.Second: // a default no request could ask for
+		return errors.New(`the default expiry must be at least one second, or "never"`)
 	case p.Default > p.Max:
 		return errors.New("the default expiry is longer than the maximum")
 	}

@@ -184,6 +184,7 @@ func TestErrors(t *testing.T) {
 		{"wrong content type", e.request(http.MethodPost, "/api/v1/pastes", strings.NewReader(`content=x`), "Content-Type", "text/plain"), 415, "unsupported-media-type"},
 		{"bad burn flag", e.request(http.MethodPost, "/?burn=maybe", strings.NewReader("x")), 400, "malformed-request"},
 		{"title with control characters", e.request(http.MethodPost, "/?title=a%00b", strings.NewReader("x")), 400, "malformed-request"},
+		{"filename that names a folder", e.request(http.MethodPost, "/?filename=..", strings.NewReader("x")), 400, "malformed-request"},
 		{"short idempotency key", e.request(http.MethodPost, "/", strings.NewReader("x"), "Idempotency-Key", "1"), 400, "invalid-idempotency-key"},
 		{"unknown code", e.request(http.MethodGet, "/raw/AAAAAAAAAAA", nil), 404, "not-found"},
 		{"malformed code", e.request(http.MethodGet, "/raw/nope", nil), 404, "not-found"},

@@ -85,7 +85,7 @@ func decodeWebForm(r *http.Request, max int64) (createInput, error) {
 		in.content, in.hash = file, sum[:]
 	}
 	if err != nil {
-		return in, err
+		return in, asPasteLimit(err, max)
 	}
 	if len(in.content) == 0 {
 		return in, errEmpty.withDetail("Write or paste some text, or choose a file.")
