@@ -118,9 +118,31 @@ func (c *Cache) Put(ctx context.Context, p Paste, ttl time.Duration, now time.Ti
 	c.note(ctx, c.rdb.SetNX(ctx, c.Key(p.Code), raw, ttl).Err())
 }
 
-// MarkGone replaces whatever is cached for code with the marker of a deleted paste, and why.
+// markGoneFor is how long MarkGone keeps trying. A failure is this client's view of Redis, not
+// Redis's state: for up to a second after Redis comes back, go-redis's dial circuit breaker fails
+// every command at once with the last dial error (and a command can time out under load) while
+// Redis, up again, holds an entry of the paste that another replica wrote, and would serve it after
+// the delete answered (invariant 5; the chaos soak found this). Waiting out the breaker's probe makes
+// such a delete slower instead. Past markGoneFor, Redis is down for every replica, and comes back
+// without the entry unless it persists its data (ours does not), so the delete goes on.
+const markGoneFor = 3 * time.Second
+
+// MarkGone replaces whatever is cached for code with the marker of a deleted paste, and why. It
+// retries for up to markGoneFor, so a delete waits out a Redis this process cannot reach yet.
 func (c *Cache) MarkGone(ctx context.Context, code, reason string) error {
-	return c.note(ctx, c.rdb.Set(ctx, c.Key(code), append([]byte{goneMarker}, reason...), goneTTL).Err())
+	value := append([]byte{goneMarker}, reason...)
+	deadline := time.Now().Add(markGoneFor)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		err := c.rdb.Set(ctx, c.Key(code), value, goneTTL).Err()
+		if err == nil || time.Now().Add(wait).After(deadline) {
+			return c.note(ctx, err)
+		}
+		select {
+		case <-ctx.Done():
+			return c.note(ctx, err)
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Forget drops the entries of codes in one pipeline round trip. Deleting a key that is not there
