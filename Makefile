@@ -5,10 +5,14 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test build lint bench bench-cleanup services-up services-down clean
+.PHONY: run test fuzz build lint bench bench-cleanup soak services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
+
+# The chaos soak's length and operation budget (it stops at whichever comes first).
+SOAK_DURATION ?= 5m
+SOAK_MAX_OPS  ?= 1000000
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pastebin
@@ -19,11 +23,19 @@ run: build
 test: lint
 	scripts/ensure-chromium.sh
 	scripts/with-services.sh test $(GO) test -count=1 -timeout 20m $(PKGS)
+	GO=$(GO) scripts/fuzz.sh 3s
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+
+# Each fuzz target's run in make fuzz (make test gives each 3s); FUZZ picks targets by name.
+FUZZTIME ?= 1m
+FUZZ     ?= .
+
+fuzz:
+	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 bench:
 	scripts/with-services.sh test $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
@@ -32,6 +44,12 @@ bench:
 # Durable PostgreSQL settings of its own (the bench profile); the table goes to artifacts/.
 bench-cleanup:
 	scripts/with-services.sh bench $(GO) run ./cmd/cleanupbench -pastes $(PASTES) $(BENCH_ARGS)
+
+# Chaos soak: serve processes SIGKILLed, Redis and S3 stopped and restarted under load, then fsck and
+# every paste read back. Logs in artifacts/soak/. A 30-second version runs in make test (cmd/soak).
+soak: build
+	scripts/with-services.sh test $(GO) run ./cmd/soak -pastebin $(BIN) -duration $(SOAK_DURATION) \
+	  -max-ops $(SOAK_MAX_OPS) -dir artifacts/soak $(SOAK_ARGS)
 
 services-up:
 	scripts/services.sh run up >/dev/null; scripts/services.sh run status

@@ -189,6 +189,8 @@ case "$action" in
       echo "export PASTEBIN_TEST_S3_ACCESS_KEY_ID='$s3_key'"
       echo "export PASTEBIN_TEST_S3_SECRET_ACCESS_KEY='$s3_secret'"
       echo "export PASTEBIN_TEST_S3_DATA_DIR='$dir/s3/data'"
+      # The soak runs S3 servers of its own, which it stops and starts again.
+      echo "export PASTEBIN_TEST_VERSITYGW='$root/.pastebin/bin/versitygw-$versitygw_version'"
     fi ;;
   status)
     pg_running "$(pg_dir)" && echo "postgres: running on 127.0.0.1:$pg_port" || echo "postgres: stopped"

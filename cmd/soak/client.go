@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// answer is one HTTP exchange as the checks need it.
+type answer struct {
+	status   int
+	body     []byte
+	header   http.Header
+	sent     time.Time // just before the request left
+	received time.Time // once the whole body was in, or the exchange failed
+	err      error     // no answer: the server is down, or died mid-request
+	wrote    bool      // the whole request went out: a server may have acted on it
+}
+
+// lost says the request went out and no answer came back: the server may have acted on it (a
+// create committed, a delete or a burn happened) before it died.
+func (a answer) lost() bool { return a.err != nil && a.wrote }
+
+// requestTimeout bounds one exchange. Nothing the soak does should take a second; a request that
+// hangs this long is an answer lost.
+const requestTimeout = 15 * time.Second
+
+// client sends the load's requests to the serve processes, trying another one while one is down.
+type client struct {
+	http *http.Client
+	urls []string
+}
+
+func newClient(urls []string, clients int) *client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = clients
+	return &client{http: &http.Client{Transport: t, Timeout: requestTimeout}, urls: urls}
+}
+
+// do sends the request newReq builds for base and reads the whole answer.
+func (c *client) do(ctx context.Context, base string, newReq func(ctx context.Context, base string) (*http.Request, error)) answer {
+	req, err := newReq(ctx, base)
+	if err != nil {
+		return answer{err: err}
+	}
+	// Whether the request went out is traced rather than guessed from the error: the transport
+	// retries a request that failed on a reused connection, and returns the retry's error only.
+	var wrote atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	}))
+	a := answer{sent: time.Now()}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		a.err, a.received, a.wrote = err, time.Now(), wrote.Load()
+		return a
+	}
+	defer resp.Body.Close()
+	a.body, a.err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	a.received, a.wrote = time.Now(), true
+	if a.err == nil {
+		a.status, a.header = resp.StatusCode, resp.Header
+	}
+	return a
+}
+
+// try sends the request to a random serve process and, while the ones it reaches are down, to the
+// others: a request to a killed process is expected to fail and is not a violation. lost says an
+// attempt, this one or an earlier one, went out and got no answer (a process killed mid-request):
+// a create may have committed, a delete or a burn happened.
+func (c *client) try(ctx context.Context, r *rand.Rand, newReq func(ctx context.Context, base string) (*http.Request, error)) (a answer, lost bool) {
+	first := r.IntN(len(c.urls))
+	for attempt := 0; attempt < 2*len(c.urls); attempt++ {
+		a = c.do(ctx, c.urls[(first+attempt)%len(c.urls)], newReq)
+		lost = lost || a.lost()
+		if a.err == nil || ctx.Err() != nil {
+			return a, lost
+		}
+		if attempt >= len(c.urls)-1 { // every process refused: give the restarts a moment
+			sleep(ctx, 100*time.Millisecond)
+		}
+	}
+	return a, lost
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
