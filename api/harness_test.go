@@ -33,7 +33,7 @@ import (
 
 // env is one API server over its own database, bucket and Redis prefix.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *httptest.Server
 	store   *store.Store
 	bucket  *blob.Bucket
@@ -107,7 +107,7 @@ func (c *clock) advance(d time.Duration) {
 
 var testLogger = slog.New(slog.DiscardHandler)
 
-func newEnv(t *testing.T, opts ...envOption) *env {
+func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100), logger: testLogger}
 	cfg := api.Config{
@@ -174,7 +174,7 @@ var (
 )
 
 // loadSpec loads openapi.yaml once per test binary and checks that it is a valid document.
-func loadSpec(t *testing.T) routers.Router {
+func loadSpec(t testing.TB) routers.Router {
 	t.Helper()
 	specOnce.Do(func() {
 		openapi3filter.RegisterBodyDecoder("application/problem+json", openapi3filter.JSONBodyDecoder)

@@ -16,7 +16,7 @@ import (
 
 // webForm is the create form's multipart body, as a browser sends it: an empty file part when no
 // file was chosen.
-func webForm(t *testing.T, fields map[string]string, fileName, file string) (*bytes.Buffer, string) {
+func webForm(t testing.TB, fields map[string]string, fileName, file string) (*bytes.Buffer, string) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
