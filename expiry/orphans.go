@@ -43,11 +43,7 @@ func untracked(ctx context.Context, st *store.Store, objs []blob.Object, cutoff 
 	if len(objs) == 0 {
 		return nil, nil, nil
 	}
-	keys := make([]string, len(objs))
-	for i, o := range objs {
-		keys[i] = o.Key
-	}
-	names, err := st.UntrackedBlobKeys(ctx, keys)
+	names, err := st.UntrackedBlobKeys(ctx, keysOf(objs))
 	if err != nil {
 		return nil, nil, err
 	}
