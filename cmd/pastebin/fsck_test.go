@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -13,52 +11,18 @@ import (
 
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
-	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
-// fsckEnv is a migrated, seeded deployment for `pastebin fsck`, with its store and bucket.
-type fsckEnv struct {
-	env    map[string]string
-	store  *store.Store
-	bucket *blob.Bucket
-}
-
-func newFsckEnv(t *testing.T) fsckEnv {
-	t.Helper()
-	ctx := context.Background()
-	env := testEnv(t)
-	if err := run(ctx, []string{"pastebin", "migrate"}, func(k string) string { return env[k] }, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, env["PASTEBIN_DATABASE_URL"], slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	keys, err := storetest.Seed(ctx, st.Pool(), storetest.SeedSpec{Pastes: 300, Shared: 0.4, Tag: "K"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := blobtest.Open(t, blob.Config{Endpoint: env["PASTEBIN_S3_ENDPOINT"], Bucket: env["PASTEBIN_S3_BUCKET"],
-		Region: "us-east-1", PathStyle: true, AccessKeyID: env["PASTEBIN_S3_ACCESS_KEY_ID"], SecretAccessKey: env["PASTEBIN_S3_SECRET_ACCESS_KEY"]})
-	for _, k := range keys {
-		if err := bucket.Put(ctx, k, []byte(k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return fsckEnv{env: env, store: st, bucket: bucket}
-}
-
 // fsck runs `pastebin fsck args...` and returns what it printed and its error (a non-zero exit).
-func (f fsckEnv) fsck(args ...string) (string, error) {
+func (f deployment) fsck(args ...string) (string, error) {
 	var out strings.Builder
 	err := run(context.Background(), append([]string{"pastebin", "fsck"}, args...), func(k string) string { return f.env[k] }, &out)
 	return out.String(), err
 }
 
 // fsckJSON runs fsck with --json and decodes its report, all it printed.
-func (f fsckEnv) fsckJSON(t *testing.T, args ...string) (fsckJSONReport, error) {
+func (f deployment) fsckJSON(t *testing.T, args ...string) (fsckJSONReport, error) {
 	t.Helper()
 	out, err := f.fsck(append(args, "--json")...)
 	var rep fsckJSONReport
@@ -90,7 +54,7 @@ type fsckJSONReport struct {
 // queues the orphan but keeps, and still reports, the paste whose blob is lost.
 func TestFsckCommand(t *testing.T) {
 	t.Parallel()
-	f := newFsckEnv(t)
+	f := newDeployment(t, storetest.SeedSpec{Pastes: 300, Shared: 0.4, Tag: "K"})
 	ctx := context.Background()
 	out, err := f.fsck()
 	if err != nil || !strings.Contains(out, "result") || !strings.Contains(out, "OK") {
@@ -146,14 +110,14 @@ func TestFsckCommand(t *testing.T) {
 	}
 }
 
-func (f fsckEnv) exec(t *testing.T, query string, args ...any) {
+func (f deployment) exec(t *testing.T, query string, args ...any) {
 	t.Helper()
 	if _, err := f.store.Pool().Exec(context.Background(), query, args...); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
 
-func (f fsckEnv) queryString(t *testing.T, query string) string {
+func (f deployment) queryString(t *testing.T, query string) string {
 	t.Helper()
 	var s string
 	if err := f.store.Pool().QueryRow(context.Background(), query).Scan(&s); err != nil {

@@ -36,6 +36,40 @@ func testEnv(t *testing.T) map[string]string {
 	}
 }
 
+// deployment is a migrated deployment on its own database and bucket, seeded with pastes whose
+// blobs are in the bucket, for the operator commands.
+type deployment struct {
+	env    map[string]string
+	store  *store.Store
+	bucket *blob.Bucket
+}
+
+func newDeployment(t *testing.T, spec storetest.SeedSpec) deployment {
+	t.Helper()
+	ctx := context.Background()
+	env := testEnv(t)
+	if err := run(ctx, []string{"pastebin", "migrate"}, func(k string) string { return env[k] }, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, env["PASTEBIN_DATABASE_URL"], slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	keys, err := storetest.Seed(ctx, st.Pool(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := blobtest.Open(t, blob.Config{Endpoint: env["PASTEBIN_S3_ENDPOINT"], Bucket: env["PASTEBIN_S3_BUCKET"],
+		Region: "us-east-1", PathStyle: true, AccessKeyID: env["PASTEBIN_S3_ACCESS_KEY_ID"], SecretAccessKey: env["PASTEBIN_S3_SECRET_ACCESS_KEY"]})
+	for _, k := range keys {
+		if err := bucket.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return deployment{env: env, store: st, bucket: bucket}
+}
+
 // startServe runs `pastebin serve` in the background and returns its base URL and a function that
 // stops it (as SIGTERM would) and returns run's error.
 func startServe(t *testing.T, env map[string]string) (string, func() error) {
@@ -135,30 +169,10 @@ func TestMigrateCommand(t *testing.T) {
 
 func TestCleanupCommand(t *testing.T) {
 	t.Parallel()
-	env := testEnv(t)
-	env["PASTEBIN_CLEANUP_WORKERS"] = "2"
-	getenv := func(k string) string { return env[k] }
+	d := newDeployment(t, storetest.SeedSpec{Pastes: 800, Expired: 500, Shared: 0.4, Tag: "C"})
+	d.env["PASTEBIN_CLEANUP_WORKERS"] = "2"
+	getenv := func(k string) string { return d.env[k] }
 	ctx := context.Background()
-	// Migrate, then seed expired pastes whose blobs are in the bucket.
-	if err := run(ctx, []string{"pastebin", "migrate"}, getenv, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, env["PASTEBIN_DATABASE_URL"], slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	keys, err := storetest.Seed(ctx, st.Pool(), storetest.SeedSpec{Pastes: 800, Expired: 500, Shared: 0.4, Tag: "C"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := blobtest.Open(t, blob.Config{Endpoint: env["PASTEBIN_S3_ENDPOINT"], Bucket: env["PASTEBIN_S3_BUCKET"],
-		Region: "us-east-1", PathStyle: true, AccessKeyID: env["PASTEBIN_S3_ACCESS_KEY_ID"], SecretAccessKey: env["PASTEBIN_S3_SECRET_ACCESS_KEY"]})
-	for _, k := range keys {
-		if err := bucket.Put(ctx, k, []byte(k)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	var out strings.Builder
 	if err := run(ctx, []string{"pastebin", "cleanup", "--dry-run"}, getenv, &out); err != nil {
