@@ -66,11 +66,16 @@ func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
 // asPasteLimit reports a body cut at limitBody's bound as the paste limit: the one number the client
 // can act on, since the bound adds room for form boundaries and fields.
 func asPasteLimit(err error, max int64) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	if isTooBig(err) {
 		return &http.MaxBytesError{Limit: max}
 	}
 	return err
+}
+
+// isTooBig reports whether err is a body cut at its size bound (413).
+func isTooBig(err error) bool {
+	var tooBig *http.MaxBytesError
+	return errors.As(err, &tooBig)
 }
 
 // optionNames maps each create option to its query parameter and its header.
@@ -195,8 +200,7 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 
 // asMultipartError keeps a size error (413) and calls anything else a malformed form (400).
 func asMultipartError(err error) error {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	if isTooBig(err) {
 		return err
 	}
 	return errBadRequest.withDetail("Malformed multipart form: " + err.Error())
@@ -227,9 +231,8 @@ func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
 		err = jsonEnd(dec)
 	}
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return createInput{}, &http.MaxBytesError{Limit: max}
+		if isTooBig(err) {
+			return createInput{}, asPasteLimit(err, max)
 		}
 		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
 	}

@@ -77,23 +77,25 @@ func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
 }
 
-// accessLog writes one line per request: method, route pattern, status, duration, bytes written
-// and the client's address. Never the raw path or query: a paste's code is what lets anyone read
-// it, so logs name routes, not pastes. Probes and scrapes are logged at debug level, where their
-// steady beat does not bury the requests of people.
-func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
+// observeRequests writes one access log line per request (method, route pattern, status, duration,
+// bytes written, the client's address) and records the request in the HTTP metrics: one wrapper and
+// one clock for both. Never the raw path or query: a paste's code is what lets anyone read it, so
+// logs name routes, not pastes. Probes and scrapes are logged at debug level, where their steady
+// beat does not bury the requests of people.
+func observeRequests(logger *slog.Logger, metrics *httpMetrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r)
-			route := routePattern(r)
+			took, route := time.Since(start), routePattern(r)
+			metrics.record(route, r.Method, sw.status, took)
 			level := slog.LevelInfo
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 				level = slog.LevelDebug
 			}
 			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("route", route),
-				slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)),
+				slog.Int("status", sw.status), slog.Duration("duration", took),
 				slog.Int64("bytes", sw.bytes), slog.String("client", clientAddr(r.Context())))
 		})
 	}

@@ -64,15 +64,11 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-func (m *httpMetrics) middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(sw, r)
-		labels := prometheus.Labels{"route": routePattern(r), "method": r.Method, "status": strconv.Itoa(sw.status)}
-		m.requests.With(labels).Inc()
-		m.duration.With(labels).Observe(time.Since(start).Seconds())
-	})
+// record counts one answered request and its latency.
+func (m *httpMetrics) record(route, method string, status int, d time.Duration) {
+	labels := prometheus.Labels{"route": route, "method": method, "status": strconv.Itoa(status)}
+	m.requests.With(labels).Inc()
+	m.duration.With(labels).Observe(d.Seconds())
 }
 
 // statusWriter remembers the status a handler wrote, and how many bytes of body.

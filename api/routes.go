@@ -10,8 +10,8 @@ import (
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), accessLog(deps.Logger),
-		recoverPanics(deps.Logger, ps.writeError), newHTTPMetrics(deps.Registry).middleware, securityHeaders)
+	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	})

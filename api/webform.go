@@ -166,9 +166,8 @@ func readWebField(part *multipart.Part, name string, opts map[string]string) err
 
 func readWebURLEncoded(r *http.Request, max int64, in *createInput, opts map[string]string) error {
 	if err := r.ParseForm(); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return &http.MaxBytesError{Limit: max}
+		if isTooBig(err) {
+			return err // decodeWebForm names the paste limit
 		}
 		return errBadRequest.withDetail("Malformed form: " + err.Error())
 	}
