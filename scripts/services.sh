@@ -8,6 +8,10 @@
 #   scripts/services.sh <profile> status
 #
 # Profiles: run (make run), test (make test: also an S3 server), bench (durable settings, big buffers).
+#
+# Every port is above Linux's ephemeral range (32768-60999), so the machine's own outgoing connections
+# can never take one first. PASTEBIN_PORT_OFFSET (default 0) shifts them all, so that two checkouts on
+# one machine can run their services side by side.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,11 +20,15 @@ action=${2:?usage: services.sh <run|test|bench> <up|down|env|status>}
 shift 2
 
 case "$profile" in
-  run)   pg_port=54320; redis_port=63790; s3_port="" ;;
-  test)  pg_port=54321; redis_port=63791; s3_port=57071 ;;
-  bench) pg_port=54322; redis_port=63792; s3_port=57072 ;;
+  run)   pg_port=64320; redis_port=63790; s3_port="" ;;
+  test)  pg_port=64321; redis_port=63791; s3_port=64571 ;;
+  bench) pg_port=64322; redis_port=63792; s3_port=64572 ;;
   *) echo "services.sh: unknown profile $profile" >&2; exit 2 ;;
 esac
+offset=${PASTEBIN_PORT_OFFSET:-0}
+case "$offset" in ''|*[!0-9]*) echo "services.sh: PASTEBIN_PORT_OFFSET must be a number" >&2; exit 2 ;; esac
+pg_port=$((pg_port + offset)); redis_port=$((redis_port + offset))
+[ -z "$s3_port" ] || s3_port=$((s3_port + offset))
 dir="$root/.pastebin/$profile"
 s3_key=pastebin-test
 s3_secret=pastebin-test-secret
@@ -153,6 +161,7 @@ s3_up() {
   echo $! >"$dir/s3.pid"
   for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$s3_port/healthz" >/dev/null 2>&1 && return 0
+    s3_running || break
     sleep 0.1
   done
   log "versitygw did not answer on port $s3_port"; cat "$dir/s3/versitygw.log" >&2; return 2
@@ -177,7 +186,15 @@ start_one() {
 case "$action" in
   up)
     mkdir -p "$dir"
-    for s in $services; do start_one "$s"; done ;;
+    # A service that fails to start stops the ones this call started before it.
+    started=""
+    for s in $services; do
+      if ! name=$(start_one "$s"); then
+        [ -z "$started" ] || "$0" "$profile" down $started
+        exit 1
+      fi
+      [ -z "$name" ] || { echo "$name"; started="$started $name"; }
+    done ;;
   down)
     names=${*:-$services}
     for s in $names; do case "$s" in postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; esac; done ;;
