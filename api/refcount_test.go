@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"pastebin/blob/blobtest"
 	"pastebin/store/storetest"
@@ -180,5 +183,108 @@ func TestBurnAfterReadingRace(t *testing.T) {
 	storetest.Check(t, e.store.Pool(), blobtest.Keys(t, e.bucket)).Consistent(t)
 	if n := e.count(`SELECT count(*) FROM content`); n != 0 {
 		t.Errorf("content rows after the burn: %d, want 0", n)
+	}
+}
+
+// TestCreateRacesCleanupToZero forces the create/cleanup race of DESIGN.md: a cleanup transaction
+// has brought a content row to zero and deleted it, uncommitted, holding its lock, when a create of
+// the same bytes takes the dedup fast path and waits on that lock. Once cleanup commits, the
+// create's increment finds no row, so it uploads under a fresh key and inserts a new content row:
+// the old blob goes through the outbox and can never take the new paste's bytes with it.
+func TestCreateRacesCleanupToZero(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	const text = "bytes that expire and come back"
+	old := e.create(text, "")
+	e.exec(`UPDATE pastes SET expires_at = now() - interval '1 minute' WHERE short_code = $1`, old.code)
+	var oldKey string
+	if err := e.store.Pool().QueryRow(ctx, `SELECT blob_key FROM content`).Scan(&oldKey); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := e.store.ClaimExpired(ctx, 10, nil)
+	if err != nil || len(claim.Codes) != 1 {
+		t.Fatalf("claim: %v, %d pastes", err, len(claim.Codes))
+	}
+
+	// An uncommitted outbox row of the same key stops the finishing transaction at its last insert,
+	// after its decrement and its delete of the content row, with the row still locked.
+	blocker, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(ctx)
+	if _, err := blocker.Exec(ctx, `INSERT INTO blob_deletions (blob_key) VALUES ($1)`, oldKey); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan error, 1)
+	go func() { _, err := e.store.FinishClaim(ctx, claim, 0); finished <- err }()
+	e.waitLockWaiters(1)
+	createdCh := make(chan *http.Response, 1)
+	go func() {
+		resp, err := e.srv.Client().Post(e.srv.URL+"/", "text/plain", strings.NewReader(text))
+		if err != nil {
+			t.Error(err)
+		}
+		createdCh <- resp
+	}()
+	e.waitLockWaiters(2) // the create's increment waits on the content row
+
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-finished; err != nil {
+		t.Fatalf("finish the cleanup batch: %v", err)
+	}
+	resp := <-createdCh
+	if resp == nil {
+		t.FailNow()
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create during cleanup: %d %s", resp.StatusCode, body)
+	}
+	code := strings.TrimSpace(strings.SplitN(string(body), "\n", 2)[0])
+	code = code[strings.LastIndex(code, "/")+1:]
+
+	var newKey string
+	var refs int
+	if err := e.store.Pool().QueryRow(ctx, `SELECT blob_key, ref_count FROM content`).Scan(&newKey, &refs); err != nil {
+		t.Fatal(err)
+	}
+	if newKey == oldKey || refs != 1 {
+		t.Errorf("content after the race: key %s (old %s), ref_count %d; want a new key and 1", newKey, oldKey, refs)
+	}
+	if n := e.count(`SELECT count(*) FROM blob_deletions WHERE blob_key = $1`, oldKey); n != 1 {
+		t.Errorf("the old generation's blob is not in the outbox")
+	}
+	if r := e.get("/raw/" + code); r.text() != text {
+		t.Errorf("the new paste reads %d %q", r.StatusCode, r.body)
+	}
+	if r := e.get("/raw/" + old.code); r.StatusCode != http.StatusGone {
+		t.Errorf("the expired paste reads %d, want 410", r.StatusCode)
+	}
+	storetest.Check(t, e.store.Pool(), blobtest.Keys(t, e.bucket)).Consistent(t)
+}
+
+// waitLockWaiters waits until n backends of the test's database wait on a lock.
+func (e *env) waitLockWaiters(n int) {
+	e.t.Helper()
+	for i := 0; ; i++ {
+		if e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) >= n {
+			return
+		}
+		if i == 1500 {
+			e.t.Fatalf("no %d backends wait on a lock after 30s", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (e *env) exec(query string, args ...any) {
+	e.t.Helper()
+	if _, err := e.store.Pool().Exec(context.Background(), query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
 	}
 }

@@ -152,15 +152,18 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	return b, nil
 }
 
+// purgeTombstonesSQL reads idx_tombstone_purge, which holds only the tombstones, by deletion time.
+const purgeTombstonesSQL = `
+	DELETE FROM pastes WHERE short_code IN (
+		SELECT short_code FROM pastes
+		WHERE status = 'DELETED' AND deleted_at < now() - $1::interval
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED)`
+
 // PurgeTombstones deletes up to limit DELETED rows older than retention. After that a retried
 // delete of such a paste answers 404 instead of 204.
 func (s *Store) PurgeTombstones(ctx context.Context, retention time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM pastes WHERE short_code IN (
-			SELECT short_code FROM pastes
-			WHERE status = 'DELETED' AND deleted_at < now() - $1::interval
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED)`, retention, limit)
+	tag, err := s.pool.Exec(ctx, purgeTombstonesSQL, retention, limit)
 	if err != nil {
 		return 0, fmt.Errorf("purge tombstones: %w", err)
 	}

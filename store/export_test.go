@@ -4,4 +4,5 @@ package store
 const (
 	ClaimSQL      = lockExpiredSQL
 	ResetStuckSQL = resetStuckSQL
+	PurgeSQL      = purgeTombstonesSQL
 )

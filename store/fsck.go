@@ -141,9 +141,7 @@ func (s *Store) RepairRefCounts(ctx context.Context, hashes [][]byte) ([]RefRepa
 // lockContent locks the content rows hashes that still exist, in hash order (concurrent repairs
 // then cannot deadlock each other), and returns their ref_counts by hash.
 func lockContent(ctx context.Context, tx pgx.Tx, hashes [][]byte) (map[string]int64, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT content_hash, ref_count FROM content WHERE content_hash = ANY($1)
-		ORDER BY content_hash FOR UPDATE`, hashes)
+	rows, err := tx.Query(ctx, lockContentSQL, hashes)
 	if err != nil {
 		return nil, err
 	}

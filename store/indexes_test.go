@@ -29,13 +29,21 @@ func explain(t *testing.T, s *store.Store, query string, args ...any) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestPartialIndexesUsed: on 60,000 pastes the claim reads idx_cleanup_expired and the watchdog
-// reads idx_watchdog_stuck; without those indexes the planner scans the table instead.
+// TestPartialIndexesUsed: on 60,000 pastes the claim reads idx_cleanup_expired, the watchdog
+// idx_watchdog_stuck and the tombstone purge idx_tombstone_purge; without those indexes the planner
+// scans the table instead.
 func TestPartialIndexesUsed(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	if _, err := storetest.Seed(ctx, s.Pool(), storetest.SeedSpec{Pastes: 60000, Expired: 3000, Shared: 0.3, Tag: "I"}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := s.ClaimExpired(ctx, 1000, nil) // tombstones for the purge
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishClaim(ctx, done, 0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ClaimExpired(ctx, 500, nil); err != nil { // some rows in flight for the watchdog
@@ -44,24 +52,23 @@ func TestPartialIndexesUsed(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, "ANALYZE pastes"); err != nil {
 		t.Fatal(err)
 	}
-	claim := store.ClaimSQL
-	watchdog := store.ResetStuckSQL
-	plans := map[string]string{
-		"idx_cleanup_expired": explain(t, s, claim, 1000),
-		"idx_watchdog_stuck":  explain(t, s, watchdog, 10*time.Minute, 1000),
+	plan := map[string]func() string{
+		"idx_cleanup_expired": func() string { return explain(t, s, store.ClaimSQL, 1000) },
+		"idx_watchdog_stuck":  func() string { return explain(t, s, store.ResetStuckSQL, 10*time.Minute, 1000) },
+		"idx_tombstone_purge": func() string { return explain(t, s, store.PurgeSQL, time.Duration(0), 1000) },
 	}
-	for index, plan := range plans {
-		if !strings.Contains(plan, index) {
-			t.Errorf("the plan does not use %s:\n%s", index, plan)
+	for index, explain := range plan {
+		if p := explain(); !strings.Contains(p, index) {
+			t.Errorf("the plan does not use %s:\n%s", index, p)
 		}
 	}
 	// The same queries without the partial indexes: the table is big enough that they would scan it.
-	if _, err := s.Pool().Exec(ctx, "DROP INDEX idx_cleanup_expired, idx_watchdog_stuck"); err != nil {
+	if _, err := s.Pool().Exec(ctx, "DROP INDEX idx_cleanup_expired, idx_watchdog_stuck, idx_tombstone_purge"); err != nil {
 		t.Fatal(err)
 	}
-	for _, plan := range []string{explain(t, s, claim, 1000), explain(t, s, watchdog, 10*time.Minute, 1000)} {
-		if !strings.Contains(plan, "Seq Scan on pastes") {
-			t.Errorf("without the partial indexes the plan does not scan pastes:\n%s", plan)
+	for index, explain := range plan {
+		if p := explain(); !strings.Contains(p, "Seq Scan on pastes") {
+			t.Errorf("without %s the plan does not scan pastes:\n%s", index, p)
 		}
 	}
 }

@@ -21,7 +21,7 @@ type Released struct {
 // decrement is driven by the status transition in the same statement (invariant 6), so a retried
 // delete, a re-processed batch or a late worker changes nothing. Content rows that reached zero are
 // then deleted and their blob keys queued in the outbox, due after outboxDelay. Two statements,
-// whatever the number of pastes.
+// whatever the number of pastes, after a batch has locked its content rows in hash order.
 func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from, reason string, outboxDelay time.Duration) (Released, error) {
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
@@ -30,6 +30,11 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	// see cleanup-floor.md). Pinning it also spares re-planning 1000-element arrays each batch.
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return Released{}, err
+	}
+	if len(codes) > 1 {
+		if err := lockContentRows(ctx, tx, hashes); err != nil {
+			return Released{}, fmt.Errorf("lock content rows: %w", err)
+		}
 	}
 	var rel Released
 	var zero [][]byte
@@ -78,4 +83,18 @@ func freeContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, outboxDelay ti
 		return nil, fmt.Errorf("free content: %w", err)
 	}
 	return collectStrings(rows, "free content")
+}
+
+// lockContentSQL locks content rows in hash order: the sort runs below the row locks, so they are
+// taken in that order. Batches sharing hot content then queue behind each other instead of locking
+// the same rows in opposite orders and deadlocking (one transaction would die and be retried).
+const lockContentSQL = `
+	SELECT content_hash, ref_count FROM content WHERE content_hash = ANY($1)
+	ORDER BY content_hash FOR UPDATE`
+
+// lockContentRows locks the content rows hashes (duplicates allowed) in hash order, before a
+// statement that updates several of them.
+func lockContentRows(ctx context.Context, tx pgx.Tx, hashes [][]byte) error {
+	_, err := tx.Exec(ctx, lockContentSQL, hashes)
+	return err
 }

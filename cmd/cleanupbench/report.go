@@ -20,13 +20,14 @@ func (b *bench) report(results []result) error {
 	fmt.Fprintf(&buf, "medians of %d measurement(s) each, interleaved, each on a fresh copy of the same data\n\n", b.cfg.repeat)
 	floor, naive := results[0].median(), results[len(results)-1].median()
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "strategy\tpastes/s\tvs floor\tvs naive\truns (pastes/s)\t")
+	fmt.Fprintln(tw, "strategy\tpastes/s\tvs floor\tvs naive\tdeadlocks\truns (pastes/s)\t")
 	for _, r := range results {
 		name := r.name
 		if r.note != "" {
 			name += " (" + r.note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.1f×\t%s\t\n", name, r.median(), r.median()/floor, r.median()/naive, formatRates(r.rates))
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.1f×\t%d\t%s\t\n", name, r.median(), r.median()/floor, r.median()/naive,
+			r.deadlocks, formatRates(r.rates))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -17,9 +17,10 @@ import (
 
 // result is one strategy's measurements: pastes cleaned and the time it took, per repetition.
 type result struct {
-	name  string
-	rates []float64 // pastes per second
-	note  string
+	name      string
+	rates     []float64 // pastes per second
+	deadlocks int64     // deadlocks PostgreSQL detected in the strategy's databases, all runs together
+	note      string
 }
 
 func (r result) median() float64 {
@@ -52,7 +53,12 @@ func (b *bench) measureAll(ctx context.Context) ([]result, error) {
 				return nil, fmt.Errorf("%s: %w", results[i].name, err)
 			}
 			results[i].rates = append(results[i].rates, rate)
-			b.logf("round %d/%d  %-60s %9.0f pastes/s", rep, b.cfg.repeat, results[i].name, rate)
+			deadlocks, err := b.deadlocks(ctx, db)
+			if err != nil {
+				return nil, err
+			}
+			results[i].deadlocks += deadlocks
+			b.logf("round %d/%d  %-60s %9.0f pastes/s, %d deadlocks", rep, b.cfg.repeat, results[i].name, rate, deadlocks)
 			if _, err := b.admin.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
 				return nil, err
 			}
@@ -278,4 +284,20 @@ func (b *bench) printStatements(ctx context.Context, st *store.Store) {
 			b.logf("           %6d calls %7d ms total %8.2f ms mean  %s", calls, total, mean, q)
 		}
 	}
+}
+
+// deadlocks returns the deadlocks PostgreSQL detected in database db, once every connection to it
+// has closed: a backend reports its statistics when it exits.
+func (b *bench) deadlocks(ctx context.Context, db string) (int64, error) {
+	for range 100 {
+		var open int
+		err := b.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db).Scan(&open)
+		if err != nil || open == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var n int64
+	err := b.admin.QueryRow(ctx, `SELECT coalesce((SELECT deadlocks FROM pg_stat_database WHERE datname = $1), 0)`, db).Scan(&n)
+	return n, err
 }
