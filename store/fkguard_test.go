@@ -62,7 +62,6 @@ func wantRestrictViolation(t *testing.T, what string, err error) {
 	}
 }
 
-
 // TestRestrictCheckUsesContentHashIndex: freeing content makes PostgreSQL look for pastes still
 // pointing at it (the ON DELETE RESTRICT check). On 60,000 pastes that lookup reads
 // idx_pastes_content_hash; without the index it scans the whole table, once per freed row.
