@@ -2,13 +2,20 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/api"
 	"pastebin/blob/blobtest"
 	"pastebin/cache"
+	"pastebin/cache/cachetest"
+	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
@@ -84,10 +91,16 @@ func TestDeletedNeverServedFromCache(t *testing.T) {
 			t.Errorf("GET %s after delete: %d %q, want 410 saying the owner deleted it", path, r.StatusCode, r.body)
 		}
 	}
-	// A reader that read PostgreSQL before the delete committed now tries to fill the cache.
-	stale := e.clock.now()
-	e.cache.Put(context.Background(), toCachePaste(p.code, "soon deleted", stale), time.Hour, stale)
-	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusGone {
+	// A reader missed the cache and read PostgreSQL before the delete committed; it fills the
+	// cache after the delete answered.
+	q := e.create("raced", "")
+	ctx, now := context.Background(), e.clock.now()
+	miss := e.cache.Get(ctx, q.code, now)
+	if r := e.delete(q.code, q.token); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d", r.StatusCode)
+	}
+	e.cache.Put(ctx, miss, toCachePaste(q.code, "raced", now), time.Hour, now)
+	if r := e.get("/raw/" + q.code); r.StatusCode != http.StatusGone {
 		t.Errorf("after a late fill: %d, want 410", r.StatusCode)
 	}
 }
@@ -131,4 +144,93 @@ func TestStorageDownOnCreate(t *testing.T) {
 // toCachePaste is a cache entry as a reader that read the database early would write it.
 func toCachePaste(code, content string, now time.Time) cache.Paste {
 	return cache.Paste{Code: code, Size: int64(len(content)), Content: []byte(content), CreatedAt: now}
+}
+
+// replicaWith is another API process over the same database and bucket whose cache is c.
+func (e *env) replicaWith(c *cache.Cache) *env {
+	e.t.Helper()
+	deps := e.deps
+	deps.Registry, deps.Cache = prometheus.NewRegistry(), c
+	r := *e
+	r.srv = httptest.NewServer(api.NewServer(e.cfg, deps))
+	e.t.Cleanup(r.srv.Close)
+	return &r
+}
+
+// TestDeleteUnconfirmedWhileCutOffFromRedis is invariant 5 with two replicas, one of which cannot
+// reach Redis: its delete commits but cannot replace the entry the other replica serves, so it is
+// answered 503 with Retry-After, never 204. Sent again once Redis is reachable, it answers 204 and
+// the other replica stops serving the paste.
+func TestDeleteUnconfirmedWhileCutOffFromRedis(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	proxy := blobtest.NewProxy(t, cachetest.Options(t).Addr)
+	opts := cachetest.Options(t)
+	opts.Addr, opts.DialTimeout, opts.ReadTimeout, opts.MaxRetries = proxy.Addr(), 200*time.Millisecond, 200*time.Millisecond, -1
+	cutOff := cache.Open(opts, e.prefix, testLogger)
+	t.Cleanup(func() { cutOff.Close() })
+	a := e.replicaWith(cutOff)
+
+	p := e.create("cached by the other replica", "")
+	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusOK || !e.cached(p.code) {
+		t.Fatalf("read through the replica that reaches Redis: %d, cached %v", r.StatusCode, e.cached(p.code))
+	}
+	proxy.Cut()
+	r := a.delete(p.code, p.token)
+	if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(r.text(), "delete-unconfirmed") ||
+		r.Header.Get("Retry-After") == "" {
+		t.Fatalf("delete cut off from Redis: %d %q (Retry-After %q), want 503 delete-unconfirmed with Retry-After",
+			r.StatusCode, r.body, r.Header.Get("Retry-After"))
+	}
+	if _, err := e.store.Paste(context.Background(), p.code); !errors.Is(err, store.ErrGone) {
+		t.Errorf("the database after the unconfirmed delete: %v, want the paste gone", err)
+	}
+
+	proxy.Restore()
+	if r := a.delete(p.code, p.token); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("the same delete once Redis is reachable: %d %q, want 204", r.StatusCode, r.body)
+	}
+	for _, replica := range []*env{e, a} {
+		if r := replica.get("/raw/" + p.code); r.StatusCode != http.StatusGone {
+			t.Errorf("read after the confirmed delete: %d, want 410", r.StatusCode)
+		}
+	}
+}
+
+// TestCacheSafeAgainstClockSkew: this process's clock and PostgreSQL's disagree by 8 seconds,
+// either way. Near its expiry a cached entry is not judged by this process's clock: the database
+// decides, so an expired paste is never served from the cache (invariant 4) and a live one is not
+// refused early.
+func TestCacheSafeAgainstClockSkew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		skew      time.Duration // this process's clock minus the database's
+		expiresIn string
+		want      int
+	}{
+		{"process behind, expired in the database", -8 * time.Second, "5", http.StatusGone},
+		{"process ahead, live in the database", 8 * time.Second, "5", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.clock.advance(tc.skew)
+			p := e.create("skewed", "?expires_in="+tc.expiresIn)
+			var expires time.Time
+			if err := e.store.Pool().QueryRow(ctx, `SELECT expires_at FROM pastes WHERE short_code = $1`, p.code).Scan(&expires); err != nil {
+				t.Fatal(err)
+			}
+			// The entry a replica would have written while the paste was live for everyone.
+			then := e.clock.now().Add(-time.Minute)
+			e.cache.Put(ctx, e.cache.Get(ctx, p.code, then), cache.Paste{Code: p.code, Size: 6, Content: []byte("skewed"),
+				CreatedAt: then, ExpiresAt: expires}, time.Hour, then)
+			if !e.cached(p.code) {
+				t.Fatal("the entry was not written: the test would prove nothing")
+			}
+			if r := e.get("/raw/" + p.code); r.StatusCode != tc.want {
+				t.Errorf("read with the clocks %s apart: %d %q, want %d", tc.skew, r.StatusCode, r.body, tc.want)
+			}
+		})
+	}
 }

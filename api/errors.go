@@ -70,13 +70,15 @@ var (
 	errRunNotFound      = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
 	errRateLimited      = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
 	errBusy             = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
+	// errDeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
+	errDeleteUnconfirmed = &problem{status: http.StatusServiceUnavailable, name: "delete-unconfirmed", title: "Delete not confirmed yet"}
 )
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
 	errNotFound, errGone, errForbidden, errUnauthorized, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
 	errMediaType, errBadIdempotency, errKeyReused, errStorage, errRouteNotFound, errMethodNotAllowed, errInternal,
-	errAdminDisabled, errCleanupDisabled, errRunNotFound, errRateLimited, errBusy,
+	errAdminDisabled, errCleanupDisabled, errRunNotFound, errRateLimited, errBusy, errDeleteUnconfirmed,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:

@@ -139,7 +139,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if e.workers > 0 {
 		xcfg := expiry.DefaultConfig()
 		xcfg.Workers = e.workers
-		x, err := expiry.New(xcfg, e.store, e.bucket, e.cache, e.cache.NewLock("claim", 5*time.Second, 10*time.Second),
+		locks := expiry.Locks{Claim: e.cache.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: e.cache.NewLease("sweep", 10*time.Second)}
+		x, err := expiry.New(xcfg, e.store, e.bucket, e.cache, locks,
 			testLogger, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)

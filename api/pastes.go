@@ -160,7 +160,7 @@ const tokenLength = 43
 type found struct {
 	paste   store.Paste
 	content []byte
-	cached  bool
+	lookup  cache.Lookup // what the cache answered; a Miss lets body fill it
 }
 
 // find locates a live paste: Redis first, then PostgreSQL, whose status and expiry decide 404 or 410.
@@ -169,15 +169,15 @@ func (ps *pasteService) find(ctx context.Context, code string) (found, error) {
 	if !store.ValidShortCode(code) {
 		return found{}, store.ErrNotFound
 	}
-	cp, res, reason := ps.cache.Get(ctx, code, ps.now())
-	switch res {
+	l := ps.cache.Get(ctx, code, ps.now())
+	switch l.Result {
 	case cache.Gone:
-		return found{}, &store.GoneError{Reason: reason}
+		return found{}, &store.GoneError{Reason: l.Reason}
 	case cache.Hit:
-		return found{paste: fromCache(cp), content: cp.Content, cached: true}, nil
+		return found{paste: fromCache(l.Paste), content: l.Paste.Content, lookup: l}, nil
 	}
 	p, err := ps.store.Paste(ctx, code)
-	return found{paste: p}, err
+	return found{paste: p, lookup: l}, err
 }
 
 // body returns the bytes of a paste that is not burn-after-reading, filling the cache on the way:
@@ -187,16 +187,14 @@ func (ps *pasteService) body(ctx context.Context, f found) (io.ReadCloser, error
 		return io.NopCloser(bytes.NewReader(f.content)), nil
 	}
 	if f.paste.Size > ps.cfg.CacheMaxBytes {
-		if !f.cached {
-			ps.cache.Put(ctx, toCache(f.paste, nil), ps.cfg.CacheTTL, ps.now())
-		}
+		ps.cache.Put(ctx, f.lookup, toCache(f.paste, nil), ps.cfg.CacheTTL, ps.now())
 		return ps.fetch(ctx, f.paste)
 	}
 	data, err := ps.fetchAll(ctx, f.paste)
 	if err != nil {
 		return nil, err
 	}
-	ps.cache.Put(ctx, toCache(f.paste, data), ps.cfg.CacheTTL, ps.now())
+	ps.cache.Put(ctx, f.lookup, toCache(f.paste, data), ps.cfg.CacheTTL, ps.now())
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
@@ -212,7 +210,9 @@ func (ps *pasteService) burn(ctx context.Context, p store.Paste) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	ps.released(ctx, p.Code, store.ReasonBurned, rel)
+	// A burn-after-reading paste is never cached (body fills the cache, burns bypass it), so no
+	// replica can serve it: a marker that could not be written only costs other readers a query.
+	_ = ps.released(ctx, p.Code, store.ReasonBurned, rel)
 	return data, nil
 }
 
@@ -233,19 +233,23 @@ func (ps *pasteService) delete(ctx context.Context, code, token string) error {
 	if err != nil {
 		return err
 	}
-	ps.released(ctx, code, store.ReasonOwner, rel)
-	return nil
+	return ps.released(ctx, code, store.ReasonOwner, rel)
 }
 
-// released runs after a delete or burn committed: the cache forgets the paste (invariant 5), and
-// the blob deleter is told when a blob was freed, so it does not wait for the next cleanup run.
-func (ps *pasteService) released(ctx context.Context, code, reason string, rel store.Released) {
-	if err := ps.cache.MarkGone(context.WithoutCancel(ctx), code, reason); err != nil {
-		ps.logger.ErrorContext(ctx, "cache not invalidated after delete", "code", code, "err", err)
-	}
+// released runs after a delete committed: the cache replaces the paste with a marker (invariant
+// 5), and the blob deleter is told when a blob was freed, so it does not wait for the next cleanup
+// run. Without the marker the delete is not confirmed: another replica may still serve a cached
+// copy, so the client is told to send it again (a retried delete writes the marker again).
+func (ps *pasteService) released(ctx context.Context, code, reason string, rel store.Released) error {
 	if len(rel.BlobKeys) > 0 && ps.freed != nil {
 		ps.freed()
 	}
+	if err := ps.cache.MarkGone(context.WithoutCancel(ctx), code, reason); err != nil {
+		ps.logger.WarnContext(ctx, "delete committed, cache not told", "err", err)
+		return errDeleteUnconfirmed.withDetail("The paste is deleted, but not every server knows yet. " +
+			"Send the same request again shortly; it answers 204 once they do.").withRetryAfter(5 * time.Second)
+	}
+	return nil
 }
 
 func (ps *pasteService) fetch(ctx context.Context, p store.Paste) (io.ReadCloser, error) {

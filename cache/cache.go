@@ -1,5 +1,6 @@
 // Package cache is the Redis side of the pastebin: the read cache of pastes, its invalidation, and
-// the cleanup lock. Redis down means slower, never wrong: every failure here is a cache miss.
+// the cleanup lock. Redis down means slower, never wrong: a failed read is a cache miss, and a
+// delete marker that could not be written is reported, so that the delete is not confirmed.
 package cache
 
 import (
@@ -27,6 +28,9 @@ type Paste struct {
 	CreatedAt   time.Time `json:"created"`
 	ExpiresAt   time.Time `json:"expires"` // zero: never
 	Content     []byte    `json:"-"`       // nil when the paste is too big to cache
+	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
+	// before it read the database. An entry from another incarnation is not trusted.
+	Server string `json:"srv"`
 }
 
 // Result is what a lookup found.
@@ -39,29 +43,43 @@ const (
 	Gone               // deleted or past its expiry: answer 410 without asking anyone
 )
 
+// Lookup is the answer of Get.
+type Lookup struct {
+	Result Result
+	Paste  Paste  // when Hit
+	Reason string // when Gone: why, as MarkGone was told, or "expired"
+	// server is the incarnation of the Redis server that holds the key, as seen by this lookup,
+	// before the caller reads the database: Put stamps the entry it fills with it.
+	server string
+}
+
 // goneMarker starts the value that replaces an entry on delete; the reason follows it. A reader
-// that read the database just before the delete committed fills with SET NX, which cannot
-// overwrite the marker (invariant 5).
+// that read the database just before the delete committed fills only where no marker is (putSQL),
+// so it cannot overwrite the marker (invariant 5).
 const goneMarker = 0
 
 // goneTTL outlives any read that could have started before the delete.
 const goneTTL = time.Hour
 
+// SkewMargin is how far the clocks of this process and of PostgreSQL may disagree without a cached
+// entry being judged differently than the database would judge it: within SkewMargin of its expiry,
+// either side, an entry is a miss and the database decides with its own clock (invariant 4).
+const SkewMargin = 10 * time.Second
+
 // Cache is the Redis paste cache.
 type Cache struct {
-	rdb     redis.UniversalClient
-	prefix  string
-	logger  *slog.Logger
-	failing atomic.Bool
+	rdb      redis.UniversalClient
+	prefix   string
+	logger   *slog.Logger
+	failing  atomic.Bool
+	serverOf func(ctx context.Context, key string) string // run_id of the server holding key; "" unknown
 }
 
-// New returns a cache over rdb whose keys all start with prefix.
-func New(rdb redis.UniversalClient, prefix string, logger *slog.Logger) *Cache {
-	return &Cache{rdb: rdb, prefix: prefix, logger: logger}
-}
-
-// Client is the Redis client, for the cleanup lock.
+// Client is the Redis client, for the cleanup lock and the rate limits.
 func (c *Cache) Client() redis.UniversalClient { return c.rdb }
+
+// Close closes the Redis client.
+func (c *Cache) Close() error { return c.rdb.Close() }
 
 // Key is the Redis key of a paste.
 func (c *Cache) Key(code string) string { return c.prefix + "paste:" + code }
@@ -76,55 +94,86 @@ func (c *Cache) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Get looks code up. A cached entry is never returned past its expires_at (invariant 4). For a
-// deleted paste the result is Gone and the string is why, as MarkGone was told.
-func (c *Cache) Get(ctx context.Context, code string, now time.Time) (Paste, Result, string) {
-	raw, err := c.rdb.Get(ctx, c.Key(code)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		c.note(ctx, nil)
-		return Paste{}, Miss, ""
+// Get looks code up. An entry is never a Hit past its expiry, nor near it (SkewMargin), nor when
+// it was written to another incarnation of the server (invariants 4 and 5).
+func (c *Cache) Get(ctx context.Context, code string, now time.Time) Lookup {
+	key := c.Key(code)
+	raw, err := c.rdb.Get(ctx, key).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		c.note(ctx, err)
+		return Lookup{}
 	}
-	if c.note(ctx, err) != nil {
-		return Paste{}, Miss, ""
+	c.note(ctx, nil)
+	l := Lookup{server: c.serverOf(ctx, key)}
+	if len(raw) == 0 {
+		return l
 	}
-	if len(raw) > 0 && raw[0] == goneMarker {
-		return Paste{}, Gone, string(raw[1:])
+	if raw[0] == goneMarker {
+		return Lookup{Result: Gone, Reason: string(raw[1:])}
 	}
 	p, err := decode(raw)
-	if err != nil {
-		c.logger.WarnContext(ctx, "cache entry unreadable", "code", code, "err", err)
-		return Paste{}, Miss, ""
+	switch {
+	case errors.Is(err, errOldEntry):
+		return l
+	case err != nil:
+		c.logger.WarnContext(ctx, "cache entry unreadable", "err", err)
+		return l
+	case p.Server == "" || p.Server != l.server:
+		return l // from a snapshot or a failover: the marker of a delete may be missing
 	}
-	if !p.ExpiresAt.IsZero() && !now.Before(p.ExpiresAt) {
-		return Paste{}, Gone, "expired"
-	}
-	return p, Hit, ""
+	return judgeExpiry(p, now, l)
 }
 
-// Put caches p for at most ttl and never past its expiry. It never replaces what is there, so it
-// cannot overwrite the marker of a delete that committed after p was read.
-func (c *Cache) Put(ctx context.Context, p Paste, ttl time.Duration, now time.Time) {
+// judgeExpiry decides a trusted entry by its expiry: well past it, Gone; near it, by SkewMargin
+// either way, a Miss the database decides; before it, a Hit.
+func judgeExpiry(p Paste, now time.Time, miss Lookup) Lookup {
+	switch {
+	case p.ExpiresAt.IsZero() || now.Add(SkewMargin).Before(p.ExpiresAt):
+		return Lookup{Result: Hit, Paste: p, server: miss.server}
+	case now.Add(-SkewMargin).Before(p.ExpiresAt):
+		return miss
+	}
+	return Lookup{Result: Gone, Reason: "expired"}
+}
+
+// putScript fills an entry unless a delete marker is there: a marker that a delete wrote after
+// the filler read the database must win (invariant 5), while an entry another incarnation left
+// behind is replaced. One key: the script runs on a cluster too.
+var putScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.byte(v, 1) == 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`)
+
+// Put caches p, which the caller read from the database after the Miss l, for at most ttl and
+// never into the last SkewMargin before its expiry. An entry is stamped with the server l saw: if
+// Redis restarted since, the entry is never trusted.
+func (c *Cache) Put(ctx context.Context, l Lookup, p Paste, ttl time.Duration, now time.Time) {
+	if l.Result != Miss || l.server == "" {
+		return // Redis was unreachable, or the lookup found something: nothing to fill
+	}
 	if !p.ExpiresAt.IsZero() {
-		ttl = min(ttl, p.ExpiresAt.Sub(now))
+		ttl = min(ttl, p.ExpiresAt.Sub(now)-SkewMargin)
 	}
 	if ttl < time.Millisecond {
 		return
 	}
+	p.Server = l.server
 	raw, err := encode(p)
 	if err != nil {
-		c.logger.ErrorContext(ctx, "cache entry not encodable", "code", p.Code, "err", err)
+		c.logger.ErrorContext(ctx, "cache entry not encodable", "err", err)
 		return
 	}
-	c.note(ctx, c.rdb.SetNX(ctx, c.Key(p.Code), raw, ttl).Err())
+	c.note(ctx, putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Err())
 }
 
 // markGoneFor is how long MarkGone keeps trying. A failure is this client's view of Redis, not
 // Redis's state: for up to a second after Redis comes back, go-redis's dial circuit breaker fails
 // every command at once with the last dial error (and a command can time out under load) while
-// Redis, up again, holds an entry of the paste that another replica wrote, and would serve it after
-// the delete answered (invariant 5; the chaos soak found this). Waiting out the breaker's probe makes
-// such a delete slower instead. Past markGoneFor, Redis is down for every replica, and comes back
-// without the entry unless it persists its data (ours does not), so the delete goes on.
+// Redis, up again, holds an entry of the paste that another replica wrote (the chaos soak found
+// this). Waiting out the breaker's probe turns such a blip into a slower delete. Past markGoneFor
+// MarkGone fails, and the delete is answered 503: this replica may be cut off from a Redis that
+// other replicas still read, and only the marker keeps them from serving the paste (invariant 5).
 const markGoneFor = 3 * time.Second
 
 // MarkGone replaces whatever is cached for code with the marker of a deleted paste, and why. It
@@ -173,7 +222,11 @@ func (c *Cache) note(ctx context.Context, err error) error {
 }
 
 // An entry is a version byte, the length of the JSON header, the header, then the content.
-const entryVersion = 1
+// Version 1 entries, from before entries were stamped with their server, are misses.
+const entryVersion = 2
+
+// errOldEntry says an entry was written in an older format: a miss, not worth a log line.
+var errOldEntry = errors.New("entry of an older format")
 
 func encode(p Paste) ([]byte, error) {
 	meta, err := json.Marshal(p)
@@ -188,7 +241,10 @@ func encode(p Paste) ([]byte, error) {
 }
 
 func decode(raw []byte) (Paste, error) {
-	if len(raw) < 5 || raw[0] != entryVersion {
+	switch {
+	case len(raw) > 0 && raw[0] < entryVersion:
+		return Paste{}, errOldEntry
+	case len(raw) < 5 || raw[0] != entryVersion:
 		return Paste{}, errors.New("unknown entry format")
 	}
 	n := binary.BigEndian.Uint32(raw[1:5])

@@ -46,3 +46,52 @@ func (l *Lock) Acquire(ctx context.Context) (func(), error) {
 		_ = lock.Release(context.WithoutCancel(ctx))
 	}, nil
 }
+
+// Lease is a lock held for as long as a long task runs, such as an orphan sweep over the whole
+// bucket: taken without waiting, kept alive every third of its TTL until released, so that a task
+// longer than the TTL keeps it and a process that dies loses it within the TTL.
+type Lease struct {
+	locker *redislock.Client
+	key    string
+	ttl    time.Duration
+}
+
+// NewLease returns the lease named name with the given TTL.
+func (c *Cache) NewLease(name string, ttl time.Duration) *Lease {
+	return &Lease{locker: redislock.New(c.rdb), key: c.prefix + "lease:" + name, ttl: ttl}
+}
+
+// Acquire takes the lease if nobody holds it and keeps it alive until the returned release is
+// called. It returns ErrLockHeld when another process holds it, and Redis's error when Redis
+// cannot be reached.
+func (l *Lease) Acquire(ctx context.Context) (func(), error) {
+	lock, err := l.locker.Obtain(ctx, l.key, l.ttl, nil)
+	if errors.Is(err, redislock.ErrNotObtained) {
+		return nil, ErrLockHeld
+	}
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(l.ttl / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				// A failed refresh is retried at the next tick; if the lease ran out meanwhile,
+				// another process may start the same task, which is safe, only wasteful.
+				_ = lock.Refresh(context.WithoutCancel(ctx), l.ttl, nil)
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+		_ = lock.Release(context.WithoutCancel(ctx))
+	}, nil
+}

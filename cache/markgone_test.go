@@ -25,13 +25,16 @@ func TestMarkGoneWhileClientThinksRedisDown(t *testing.T) {
 	logger := slog.New(slog.DiscardHandler)
 	other, prefix := cachetest.New(t, logger)
 	now := time.Now()
-	other.Put(context.Background(), cache.Paste{Code: "abcdefghijk", Size: 2, CreatedAt: now, Content: []byte("hi")}, time.Hour, now)
+	ctx := context.Background()
+	other.Put(ctx, other.Get(ctx, "abcdefghijk", now), cache.Paste{Code: "abcdefghijk", Size: 2, CreatedAt: now,
+		Content: []byte("hi")}, time.Hour, now)
 
 	var down atomic.Bool
-	rdb := breakableClient(t, &down)
-	c := cache.New(rdb, prefix, logger)
+	c := cache.Open(breakableOptions(t, &down), prefix, logger)
+	t.Cleanup(func() { c.Close() })
+	rdb := c.Client()
 	down.Store(true)
-	for range rdb.Options().PoolSize + 1 {
+	for range rdb.(*redis.Client).Options().PoolSize + 1 {
 		_ = rdb.Ping(context.Background()).Err() // enough dial failures to open the breaker
 	}
 	down.Store(false)
@@ -42,14 +45,14 @@ func TestMarkGoneWhileClientThinksRedisDown(t *testing.T) {
 	if err := c.MarkGone(context.Background(), "abcdefghijk", "owner"); err != nil {
 		t.Fatalf("MarkGone with Redis up: %v", err)
 	}
-	if _, res, reason := other.Get(context.Background(), "abcdefghijk", time.Now()); res != cache.Gone || reason != "owner" {
-		t.Errorf("after MarkGone, another replica's Get = %v %q, want Gone \"owner\"", res, reason)
+	if l := other.Get(ctx, "abcdefghijk", time.Now()); l.Result != cache.Gone || l.Reason != "owner" {
+		t.Errorf("after MarkGone, another replica's Get = %v %q, want Gone \"owner\"", l.Result, l.Reason)
 	}
 }
 
-// breakableClient is a client of the test Redis whose dials fail while down is set, as if Redis
-// were stopped, with the production client's quick timeouts.
-func breakableClient(t *testing.T, down *atomic.Bool) *redis.Client {
+// breakableOptions are those of a client of the test Redis whose dials fail while down is set, as
+// if Redis were stopped, with the production client's quick timeouts.
+func breakableOptions(t *testing.T, down *atomic.Bool) *redis.Options {
 	t.Helper()
 	opts, err := redis.ParseURL(os.Getenv("PASTEBIN_REDIS_URL"))
 	if err != nil {
@@ -64,7 +67,5 @@ func breakableClient(t *testing.T, down *atomic.Bool) *redis.Client {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	rdb := redis.NewClient(opts)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
+	return opts
 }

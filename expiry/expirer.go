@@ -54,10 +54,18 @@ type cacheForgetter interface {
 	Forget(ctx context.Context, codes []string) error
 }
 
-// claimLock is the lock taken around each claim. Acquire returns cache.ErrLockHeld when another
-// worker kept it for the whole wait, and any other error when Redis is unreachable.
-type claimLock interface {
+// lock is a Redis lock. Acquire returns cache.ErrLockHeld when another worker kept it for the whole
+// wait, and any other error when Redis is unreachable.
+type lock interface {
 	Acquire(ctx context.Context) (func(), error)
+}
+
+// Locks are the subsystem's Redis locks: Claim, held around each claim (cache.Lock), and Sweep,
+// held for a whole orphan sweep (cache.Lease), so that one replica at a time lists the bucket.
+// Correctness rests on neither: without Redis, claims and sweeps go ahead unlocked.
+type Locks struct {
+	Claim lock
+	Sweep lock
 }
 
 // ErrDisabled says this process runs no cleanup workers.
@@ -68,7 +76,7 @@ type Expirer struct {
 	store   *store.Store
 	blobs   blobStore
 	cache   cacheForgetter
-	lock    claimLock
+	locks   Locks
 	cfg     Config
 	logger  *slog.Logger
 	metrics *metrics
@@ -84,7 +92,7 @@ type Expirer struct {
 }
 
 // New returns the cleanup subsystem. It registers its metrics on reg.
-func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, lock claimLock,
+func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks Locks,
 	logger *slog.Logger, reg prometheus.Registerer) (*Expirer, error) {
 	if cfg.BatchSize <= 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("cleanup: batch size %d and workers %d must be positive", cfg.BatchSize, cfg.Workers)
@@ -100,7 +108,7 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, lock cl
 		}
 	}
 	x := &Expirer{
-		store: st, blobs: blobs, cache: c, lock: lock, cfg: cfg, logger: logger,
+		store: st, blobs: blobs, cache: c, locks: locks, cfg: cfg, logger: logger,
 		schedule: sched, sweepSchedule: sweep, kick: make(chan struct{}, 1), baseCtx: context.Background(),
 	}
 	x.metrics = newMetrics(reg, x)
@@ -171,7 +179,11 @@ func (x *Expirer) runWatchdog(ctx context.Context) {
 
 func (x *Expirer) runSweepSchedule(ctx context.Context) {
 	every(ctx, x.sweepSchedule, func(ctx context.Context) {
-		if _, err := x.Sweep(ctx); err != nil {
+		_, err := x.Sweep(ctx)
+		switch {
+		case errors.Is(err, ErrSweepRunning):
+			x.logger.InfoContext(ctx, "orphan sweep skipped: another replica is sweeping")
+		case err != nil:
 			x.logger.ErrorContext(ctx, "orphan sweep failed", "err", err)
 		}
 	})

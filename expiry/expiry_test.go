@@ -135,7 +135,7 @@ func TestWithoutRedis(t *testing.T) {
 	// The cache and the lock point at a port where nothing listens.
 	down := newDeadRedis(t, e)
 	x := e.expirer(3)
-	x.cache, x.lock = down, down.NewLock("claim", 5*time.Second, 10*time.Second)
+	x.cache, x.locks = down, testLocks(down)
 	r := e.runOnce(x)
 	if r.Tombstoned != 1500 {
 		t.Errorf("tombstoned %d, want 1500", r.Tombstoned)
@@ -209,6 +209,32 @@ func TestOrphanSweeper(t *testing.T) {
 	a.Consistent(t)
 	if keys := blobtest.Keys(t, e.bucket); len(keys) != 1 {
 		t.Errorf("bucket %v, want only the live paste's blob", keys)
+	}
+}
+
+// TestOneSweepAtATime: while one replica sweeps, another replica's sweep (its schedule fires at
+// the same hour) lists nothing and says so; once the first is done, the second may sweep. Without
+// Redis the sweep goes ahead without the lease.
+func TestOneSweepAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.paste("kept", time.Now().Add(time.Hour))
+	first, second := e.expirer(1), e.expirer(1)
+	release, err := first.locks.Sweep.Acquire(ctx) // first is sweeping
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := second.Sweep(ctx); !errors.Is(err, ErrSweepRunning) || rep.Scanned != 0 {
+		t.Fatalf("a second sweep while one runs: %+v, %v; want ErrSweepRunning and nothing listed", rep, err)
+	}
+	release()
+	if rep, err := second.Sweep(ctx); err != nil || rep.Scanned != 1 {
+		t.Fatalf("the sweep after the first finished: %+v, %v; want 1 blob listed", rep, err)
+	}
+	second.locks = testLocks(newDeadRedis(t, e))
+	if rep, err := second.Sweep(ctx); err != nil || rep.Scanned != 1 {
+		t.Errorf("a sweep without Redis: %+v, %v; want it to run unlocked", rep, err)
 	}
 }
 

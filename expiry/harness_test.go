@@ -79,7 +79,7 @@ func (e *env) expirer(workers int, opts ...func(*Config)) *Expirer {
 		o(&cfg)
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
-	x, err := New(cfg, e.store, e.bucket, e.cache, e.cache.NewLock("claim", 5*time.Second, 10*time.Second),
+	x, err := New(cfg, e.store, e.bucket, e.cache, testLocks(e.cache),
 		logger, prometheus.NewRegistry())
 	if err != nil {
 		e.t.Fatal(err)
@@ -104,7 +104,10 @@ func (e *env) paste(content string, expiresAt time.Time) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.cache.Put(ctx, cache.Paste{Code: p.Code, Size: p.Size, Content: []byte(content), ExpiresAt: p.ExpiresAt}, time.Hour, time.Now().Add(-2*time.Hour))
+	// Filled as a reader would have two hours ago, so that expired pastes are cached too.
+	then := time.Now().Add(-2 * time.Hour)
+	e.cache.Put(ctx, e.cache.Get(ctx, p.Code, then), cache.Paste{Code: p.Code, Size: p.Size, Content: []byte(content),
+		ExpiresAt: p.ExpiresAt}, time.Hour, then)
 	return p.Code
 }
 
@@ -193,12 +196,18 @@ func (e *env) runOnce(x *Expirer) store.Run {
 	return r
 }
 
+// testLocks are the locks of a test's cleanup subsystem on c's Redis.
+func testLocks(c *cache.Cache) Locks {
+	return Locks{Claim: c.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: c.NewLease("sweep", 10*time.Second)}
+}
+
 // newDeadRedis returns a cache whose Redis cannot be reached: nothing listens on its port.
 func newDeadRedis(t *testing.T, e *env) *cache.Cache {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
-	return cache.New(rdb, e.prefix, slog.New(slog.NewTextHandler(e.logs, nil)))
+	c := cache.Open(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 200 * time.Millisecond, MaxRetries: -1},
+		e.prefix, slog.New(slog.NewTextHandler(e.logs, nil)))
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // openBucket opens cfg's bucket without removing it at the end (its owner does).

@@ -61,12 +61,12 @@ func workerProcess() int {
 	if err != nil {
 		return fail(err)
 	}
-	c := cache.New(redis.NewClient(opts), os.Getenv("PB_PREFIX"), logger)
+	c := cache.Open(opts, os.Getenv("PB_PREFIX"), logger)
 	cfg := DefaultConfig()
 	cfg.Workers, _ = strconv.Atoi(os.Getenv("PB_WORKERS"))
 	cfg.BatchSize, _ = strconv.Atoi(os.Getenv("PB_BATCH"))
 	cfg.Host = "worker-process"
-	x, err := New(cfg, st, bucket, c, c.NewLock("claim", 5*time.Second, 10*time.Second), logger, prometheus.NewRegistry())
+	x, err := New(cfg, st, bucket, c, testLocks(c), logger, prometheus.NewRegistry())
 	if err != nil {
 		return fail(err)
 	}

@@ -2,10 +2,15 @@ package expiry
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"pastebin/blob"
+	"pastebin/cache"
 )
+
+// ErrSweepRunning says another process is sweeping: one sweep at a time lists the bucket.
+var ErrSweepRunning = errors.New("another process is sweeping the bucket")
 
 // SweepReport is what one pass of the orphan sweeper found.
 type SweepReport struct {
@@ -20,6 +25,20 @@ type SweepReport struct {
 // than the grace period (an upload whose create never committed, or worse) go to the outbox, which
 // is then drained. Younger ones are left alone: their create may still be committing.
 func (x *Expirer) Sweep(ctx context.Context) (SweepReport, error) {
+	release, err := x.locks.Sweep.Acquire(ctx)
+	switch {
+	case errors.Is(err, cache.ErrLockHeld):
+		return SweepReport{}, ErrSweepRunning
+	case err != nil:
+		// Two sweeps at once are only wasteful: each key's fate is decided by the database.
+		x.logger.WarnContext(ctx, "redis unreachable: orphan sweep runs without its lease", "err", err)
+	default:
+		defer release()
+	}
+	return x.sweep(ctx)
+}
+
+func (x *Expirer) sweep(ctx context.Context) (SweepReport, error) {
 	var rep SweepReport
 	cutoff := time.Now().Add(-x.cfg.OrphanGrace)
 	err := x.blobs.List(ctx, blob.Prefix, func(objs []blob.Object) error {

@@ -111,7 +111,7 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 // claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
 // Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct.
 func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
-	release, err := x.lock.Acquire(ctx)
+	release, err := x.locks.Claim.Acquire(ctx)
 	unlock := func() {}
 	switch {
 	case errors.Is(err, cache.ErrLockHeld):

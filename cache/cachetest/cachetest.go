@@ -15,8 +15,8 @@ import (
 	"pastebin/cache"
 )
 
-// Client returns a client of the test Redis.
-func Client(t testing.TB) *redis.Client {
+// Options are the options of a new client of the test Redis.
+func Options(t testing.TB) *redis.Options {
 	t.Helper()
 	u := os.Getenv("PASTEBIN_REDIS_URL")
 	if u == "" {
@@ -26,7 +26,13 @@ func Client(t testing.TB) *redis.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(opts)
+	return opts
+}
+
+// Client returns a client of the test Redis.
+func Client(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(Options(t))
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
@@ -43,7 +49,9 @@ func New(t testing.TB, logger *slog.Logger) (*cache.Cache, string) {
 			rdb.Del(context.Background(), k)
 		}
 	})
-	return cache.New(rdb, prefix, logger), prefix
+	c := cache.Open(Options(t), prefix, logger)
+	t.Cleanup(func() { c.Close() })
+	return c, prefix
 }
 
 // Keys lists every key under prefix, with SCAN (never KEYS, which blocks the server).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"pastebin/cache"
 	"pastebin/expiry"
@@ -107,11 +108,17 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 	if err != nil {
 		return 0, err
 	}
-	c := cache.New(b.rdb, "pb:", b.logger)
+	opts, err := redis.ParseURL(b.cfg.redisURL)
+	if err != nil {
+		return 0, err
+	}
+	c := cache.Open(opts, "pb:", b.logger)
+	defer c.Close()
 	cfg := expiry.DefaultConfig()
 	cfg.Workers, cfg.BatchSize, cfg.SweepSchedule = workers, b.cfg.batchSize, ""
 	reg := prometheus.NewRegistry()
-	x, err := expiry.New(cfg, st, bucket, c, c.NewLock("claim", 5*time.Second, 10*time.Second), b.logger, reg)
+	locks := expiry.Locks{Claim: c.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: c.NewLease("sweep", time.Minute)}
+	x, err := expiry.New(cfg, st, bucket, c, locks, b.logger, reg)
 	if err != nil {
 		return 0, err
 	}

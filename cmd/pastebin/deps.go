@@ -90,15 +90,20 @@ type services struct {
 	cache    *cache.Cache
 	bucket   *blob.Bucket
 	embedded *blob.Embedded
-	redis    *redis.Client
+}
+
+// rateRedis is the client the rate limits count in: httprate-redis takes a single server's client.
+func (s *services) rateRedis() *redis.Client {
+	rdb, _ := s.cache.Client().(*redis.Client)
+	return rdb
 }
 
 func (s *services) close() {
 	if s.store != nil {
 		s.store.Close()
 	}
-	if s.redis != nil {
-		s.redis.Close()
+	if s.cache != nil {
+		s.cache.Close()
 	}
 	if s.embedded != nil {
 		s.embedded.Close()
@@ -126,8 +131,7 @@ func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (_ *services
 	opts.PoolTimeout, opts.MaxRetries = time.Second, 1
 	// go-redis keeps its logger in a package variable; this process has one logger, so set it here.
 	redis.SetLogger(redisLogger{logger})
-	svc.redis = redis.NewClient(opts)
-	svc.cache = cache.New(svc.redis, c.redisPrefix, logger)
+	svc.cache = cache.Open(opts, c.redisPrefix, logger)
 	if svc.bucket, err = c.openBucket(ctx, svc, logger); err != nil {
 		return nil, err
 	}

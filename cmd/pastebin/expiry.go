@@ -45,6 +45,9 @@ func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
 	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this")
 }
 
+// sweepLeaseTTL is how long a sweeper that died keeps others from sweeping; a live one refreshes it.
+const sweepLeaseTTL = 5 * time.Minute
+
 // newExpirer builds the cleanup subsystem over svc.
 func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg prometheus.Registerer) (*expiry.Expirer, error) {
 	host, _ := os.Hostname()
@@ -54,6 +57,9 @@ func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg promet
 		SweepSchedule: c.sweepSchedule, OrphanGrace: time.Duration(c.orphanGrace),
 		TombstoneRetention: time.Duration(c.tombstoneRetention), Host: host,
 	}
-	lock := svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL))
-	return expiry.New(cfg, svc.store, svc.bucket, svc.cache, lock, logger, reg)
+	locks := expiry.Locks{
+		Claim: svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL)),
+		Sweep: svc.cache.NewLease("orphan-sweep", sweepLeaseTTL),
+	}
+	return expiry.New(cfg, svc.store, svc.bucket, svc.cache, locks, logger, reg)
 }

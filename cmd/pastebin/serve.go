@@ -22,6 +22,7 @@ import (
 
 	"pastebin"
 	"pastebin/api"
+	"pastebin/cache"
 )
 
 // serveConfig is the configuration of `pastebin serve`.
@@ -169,6 +170,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		logger.Info("database migrated", "version", version)
 	}
 
+	warnClockSkew(ctx, svc, logger)
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	expirer, err := cfg.expiry.newExpirer(svc, logger, reg)
@@ -182,12 +185,27 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
-		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.redis})
+		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.rateRedis()})
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveHTTP(ctx, cfg, handler, logger) })
 	g.Go(func() error { return expirer.Run(ctx) })
 	return g.Wait()
+}
+
+// warnClockSkew says at start-up when this machine's clock and the database's disagree by more than
+// half of what the cache tolerates: past cache.SkewMargin, a cached paste could be served a few
+// seconds past its expiry by the database's clock.
+func warnClockSkew(ctx context.Context, svc *services, logger *slog.Logger) {
+	skew, err := svc.store.ClockSkew(ctx)
+	if err != nil {
+		logger.Warn("clock skew not measured", "err", err)
+		return
+	}
+	if skew.Abs() > cache.SkewMargin/2 {
+		logger.Warn("this machine's clock and PostgreSQL's disagree: synchronise them (NTP)",
+			"skew", skew.Round(time.Millisecond).String(), "tolerated", cache.SkewMargin.String())
+	}
 }
 
 // newHTTPServer returns the server of handler. Its timeouts keep a slow client from holding a
