@@ -117,7 +117,8 @@ func (p *paste) judgeDelete(a answer, lost bool) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.deleting--
-	p.deleteLost = p.deleteLost || lost
+	// A 503 (delete-unconfirmed: Redis could not be told) comes after the delete committed.
+	p.deleteLost = p.deleteLost || lost || a.status == http.StatusServiceUnavailable
 	switch {
 	case a.err != nil || a.status == http.StatusServiceUnavailable:
 		return ""
