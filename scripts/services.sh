@@ -7,7 +7,8 @@
 #   scripts/services.sh <profile> env     print the environment that points the pastebin at them
 #   scripts/services.sh <profile> status
 #
-# Profiles: run (make run), test (make test: also an S3 server), bench (durable settings, big buffers).
+# Profiles: run (make run), test (make test: also an S3 server and a three-master Redis Cluster),
+# bench (durable settings, big buffers).
 #
 # Every port is above Linux's ephemeral range (32768-60999), so the machine's own outgoing connections
 # can never take one first. PASTEBIN_PORT_OFFSET (default 0) shifts them all, so that two checkouts on
@@ -19,15 +20,17 @@ profile=${1:?usage: services.sh <run|test|bench> <up|down|env|status>}
 action=${2:?usage: services.sh <run|test|bench> <up|down|env|status>}
 shift 2
 
+cluster_ports=""
 case "$profile" in
   run)   pg_port=64320; redis_port=63790; s3_port="" ;;
-  test)  pg_port=64321; redis_port=63791; s3_port=64571 ;;
+  test)  pg_port=64321; redis_port=63791; s3_port=64571; cluster_ports="63793 63794 63795" ;;
   bench) pg_port=64322; redis_port=63792; s3_port=64572 ;;
   *) echo "services.sh: unknown profile $profile" >&2; exit 2 ;;
 esac
 offset=${PASTEBIN_PORT_OFFSET:-0}
 case "$offset" in ''|*[!0-9]*) echo "services.sh: PASTEBIN_PORT_OFFSET must be a number" >&2; exit 2 ;; esac
 pg_port=$((pg_port + offset)); redis_port=$((redis_port + offset))
+cluster_ports=$(for p in $cluster_ports; do echo $((p + offset)); done)
 [ -z "$s3_port" ] || s3_port=$((s3_port + offset))
 dir="$root/.pastebin/$profile"
 s3_key=pastebin-test
@@ -135,6 +138,73 @@ redis_down() {
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
 
+# The Redis Cluster of the test profile: three masters without replicas, each with its cluster bus
+# on its port + 3 (63796-63798). It is made anew on every start (no data is kept, nodes.conf
+# included), joined with redis-cli --cluster create, and ready once every node says cluster_state:ok.
+# A master that is down fails only its own slots (cluster-require-full-coverage no).
+cluster_dir="$dir/redis-cluster"
+
+cluster_running() {
+  local p
+  for p in $cluster_ports; do
+    [ -f "$cluster_dir/$p/redis.pid" ] && kill -0 "$(cat "$cluster_dir/$p/redis.pid")" 2>/dev/null || return 1
+  done
+}
+
+cluster_node_up() {
+  local port=$1 d="$cluster_dir/$1"
+  mkdir -p "$d"
+  "$(redis_bin)" --port "$port" --cluster-port $((port + 3)) --bind 127.0.0.1 --protected-mode yes \
+    --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --cluster-node-timeout 5000 \
+    --cluster-require-full-coverage no --daemonize yes --pidfile "$d/redis.pid" --logfile "$d/redis.log" \
+    --dir "$d" --save '' --appendonly no
+}
+
+cluster_up() {
+  [ -n "$cluster_ports" ] || return 1
+  if cluster_running; then return 1; fi
+  cluster_down
+  rm -rf "$cluster_dir"
+  local p nodes=""
+  for p in $cluster_ports; do cluster_node_up "$p"; nodes="$nodes 127.0.0.1:$p"; done
+  for p in $cluster_ports; do
+    for _ in $(seq 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  # shellcheck disable=SC2086
+  redis-cli --cluster create $nodes --cluster-yes >"$cluster_dir/create.log" 2>&1 ||
+    { cat "$cluster_dir/create.log" >&2; cluster_down; return 2; }
+  for _ in $(seq 200); do
+    local ok=0
+    for p in $cluster_ports; do
+      redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' && ok=$((ok + 1))
+    done
+    [ "$ok" = 3 ] && return 0
+    sleep 0.1
+  done
+  log "the redis cluster on ports $(echo $cluster_ports) did not reach cluster_state:ok"; cluster_down; return 2
+}
+
+cluster_down() {
+  local p pid
+  for p in $cluster_ports; do
+    [ -f "$cluster_dir/$p/redis.pid" ] || continue
+    pid=$(cat "$cluster_dir/$p/redis.pid")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$cluster_dir/$p/redis.pid"
+  done
+  return 0
+}
+
+# go-redis's cluster URL (ParseClusterURL): the first node, the others as addr parameters.
+cluster_url() {
+  local first="" rest="" p
+  for p in $cluster_ports; do
+    if [ -z "$first" ]; then first="127.0.0.1:$p"; else rest="$rest${rest:+&}addr=127.0.0.1:$p"; fi
+  done
+  echo "redis+cluster://$first?$rest"
+}
+
 # versitygw is a real S3 server that checks signatures, so tests exercise the SDK's real signing.
 versitygw_bin() {
   local bin="$root/.pastebin/bin/versitygw-$versitygw_version"
@@ -176,10 +246,14 @@ s3_down() {
 
 services="postgres redis"
 [ -n "$s3_port" ] && services="$services s3"
+[ -n "$cluster_ports" ] && services="$services redis-cluster"
 
 start_one() {
   local rc=0
-  case "$1" in postgres) pg_up || rc=$? ;; redis) redis_up || rc=$? ;; s3) s3_up || rc=$? ;; esac
+  case "$1" in
+    postgres) pg_up || rc=$? ;; redis) redis_up || rc=$? ;; s3) s3_up || rc=$? ;;
+    redis-cluster) cluster_up || rc=$? ;;
+  esac
   case $rc in 0) echo "$1" ;; 1) ;; *) exit 1 ;; esac
 }
 
@@ -197,7 +271,9 @@ case "$action" in
     done ;;
   down)
     names=${*:-$services}
-    for s in $names; do case "$s" in postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; esac; done ;;
+    for s in $names; do
+      case "$s" in postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; redis-cluster) cluster_down ;; esac
+    done ;;
   env)
     echo "export PASTEBIN_DATABASE_URL='postgres://postgres@127.0.0.1:$pg_port/pastebin?sslmode=disable'"
     echo "export PASTEBIN_REDIS_URL='redis://127.0.0.1:$redis_port/0'"
@@ -208,11 +284,14 @@ case "$action" in
       echo "export PASTEBIN_TEST_S3_DATA_DIR='$dir/s3/data'"
       # The soak runs S3 servers of its own, which it stops and starts again.
       echo "export PASTEBIN_TEST_VERSITYGW='$root/.pastebin/bin/versitygw-$versitygw_version'"
-    fi ;;
+    fi
+    [ -z "$cluster_ports" ] || echo "export PASTEBIN_TEST_REDIS_CLUSTER_URL='$(cluster_url)'" ;;
   status)
     pg_running "$(pg_dir)" && echo "postgres: running on 127.0.0.1:$pg_port" || echo "postgres: stopped"
     redis_running && echo "redis: running on 127.0.0.1:$redis_port" || echo "redis: stopped"
     [ -n "$s3_port" ] && { s3_running && echo "s3: running on 127.0.0.1:$s3_port" || echo "s3: stopped"; }
+    [ -n "$cluster_ports" ] && { cluster_running && echo "redis-cluster: running on 127.0.0.1:"$(echo $cluster_ports | tr ' ' ,) ||
+      echo "redis-cluster: stopped"; }
     true ;;
   *) echo "services.sh: unknown action $action" >&2; exit 2 ;;
 esac
