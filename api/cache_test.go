@@ -30,7 +30,11 @@ func (e *env) cached(code string) bool {
 // passed answers 410 on every path, although no cleanup ran and Redis still holds it.
 func TestExpiredNeverServedFromCache(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	cachetest.ForEach(t, testExpiredNeverServedFromCache)
+}
+
+func testExpiredNeverServedFromCache(t *testing.T, kind cachetest.Kind) {
+	e := newEnv(t, withRedis(kind))
 	p := e.create("short-lived", "?expires_in=10m")
 	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusOK {
 		t.Fatalf("first read: %d", r.StatusCode)
@@ -76,7 +80,11 @@ func TestExpiredBeforeCleanupFromDatabase(t *testing.T) {
 // although it was cached, and a reader that raced the delete cannot put it back.
 func TestDeletedNeverServedFromCache(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	cachetest.ForEach(t, testDeletedNeverServedFromCache)
+}
+
+func testDeletedNeverServedFromCache(t *testing.T, kind cachetest.Kind) {
+	e := newEnv(t, withRedis(kind))
 	p := e.create("soon deleted", "")
 	e.get("/raw/" + p.code)
 	if !e.cached(p.code) {

@@ -38,7 +38,8 @@ type env struct {
 	store   *store.Store
 	bucket  *blob.Bucket
 	cache   *cache.Cache
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
+	redis   cachetest.Kind // the test Redis: the single server unless withRedis says otherwise
 	prefix  string
 	clock   *clock
 	freed   chan struct{}
@@ -51,7 +52,7 @@ type env struct {
 	deps    api.Deps
 	// Rate limits are counted in Redis when ratesInRedis is set: rateRedis, or else the test's Redis.
 	ratesInRedis bool
-	rateRedis    *redis.Client
+	rateRedis    redis.UniversalClient
 }
 
 type envOption func(*api.Config, *env)
@@ -77,9 +78,12 @@ func withRates(create, deleteFailures api.Rate) envOption {
 }
 
 // withRateRedis counts the rate limits in rdb instead of the test's Redis.
-func withRateRedis(rdb *redis.Client) envOption {
+func withRateRedis(rdb redis.UniversalClient) envOption {
 	return func(_ *api.Config, e *env) { e.rateRedis = rdb }
 }
+
+// withRedis runs the cache and the rate limits on the test Redis of kind.
+func withRedis(kind cachetest.Kind) envOption { return func(_ *api.Config, e *env) { e.redis = kind } }
 
 // withConfig changes the API's configuration.
 func withConfig(f func(*api.Config)) envOption { return func(c *api.Config, _ *env) { f(c) } }
@@ -109,7 +113,7 @@ var testLogger = slog.New(slog.DiscardHandler)
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100), logger: testLogger}
+	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100), logger: testLogger, redis: cachetest.Single}
 	cfg := api.Config{
 		MaxPasteBytes: 1 << 20,
 		Expiry:        api.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour},
@@ -123,8 +127,8 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	if e.bucket == nil {
 		e.bucket = blobtest.New(t)
 	}
-	e.cache, e.prefix = cachetest.New(t, e.logger)
-	e.rdb = cachetest.Client(t)
+	e.cache, e.prefix = cachetest.NewOf(t, e.redis, e.logger)
+	e.rdb = e.cache.Client()
 	e.spec = loadSpec(t)
 	cfg.RateKeyPrefix = e.prefix + "rate:" // deleted with the test's other keys
 	deps := api.Deps{

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -71,7 +70,7 @@ type Cache struct {
 	rdb      redis.UniversalClient
 	prefix   string
 	logger   *slog.Logger
-	failing  atomic.Bool
+	outage   Outage
 	serverOf func(ctx context.Context, key string) string // run_id of the server holding key; "" unknown
 }
 
@@ -84,11 +83,18 @@ func (c *Cache) Close() error { return c.rdb.Close() }
 // Key is the Redis key of a paste.
 func (c *Cache) Key(code string) string { return c.prefix + "paste:" + code }
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers: every master, for a cluster, since a master that is down fails
+// the keys of its slots.
 func (c *Cache) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := c.rdb.Ping(ctx).Err(); err != nil {
+	err := ForEachMaster(ctx, c.rdb, func(ctx context.Context, node *redis.Client) error {
+		if err := node.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("%s: %w", node.Options().Addr, err)
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("ping redis: %w", err)
 	}
 	return nil
@@ -209,13 +215,13 @@ func (c *Cache) Forget(ctx context.Context, codes []string) error {
 	return c.note(ctx, err)
 }
 
-// note logs when Redis starts or stops failing, once per change rather than once per request, and
+// note logs when Redis starts or stops failing, once per outage rather than once per request, and
 // returns err.
 func (c *Cache) note(ctx context.Context, err error) error {
-	if err != nil && !c.failing.Swap(true) {
+	if err != nil && c.outage.Failed() {
 		c.logger.WarnContext(ctx, "redis unavailable, serving without cache", "err", err)
 	}
-	if err == nil && c.failing.Swap(false) {
+	if err == nil && c.outage.Succeeded() {
 		c.logger.InfoContext(ctx, "redis available again")
 	}
 	return err

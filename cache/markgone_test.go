@@ -5,12 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"pastebin/cache"
 	"pastebin/cache/cachetest"
@@ -22,27 +19,33 @@ import (
 // that, or the deleted paste is served from the entry (invariant 5; found by the chaos soak).
 func TestMarkGoneWhileClientThinksRedisDown(t *testing.T) {
 	t.Parallel()
+	cachetest.ForEach(t, testMarkGoneWhileClientThinksRedisDown)
+}
+
+func testMarkGoneWhileClientThinksRedisDown(t *testing.T, kind cachetest.Kind) {
 	logger := slog.New(slog.DiscardHandler)
-	other, prefix := cachetest.New(t, logger)
+	other, prefix := cachetest.NewOf(t, kind, logger)
 	now := time.Now()
 	ctx := context.Background()
 	other.Put(ctx, other.Get(ctx, "abcdefghijk", now), cache.Paste{Code: "abcdefghijk", Size: 2, CreatedAt: now,
 		Content: []byte("hi")}, time.Hour, now)
 
 	var down atomic.Bool
-	c := cache.Open(breakableOptions(t, &down), prefix, logger)
-	t.Cleanup(func() { c.Close() })
+	c := refusingCache(t, cachetest.URL(t, kind), prefix, cache.ClientOptions{
+		PoolSize: breakablePoolSize, MaxRetries: 1, DialerRetries: 1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+	}, func(string) bool { return down.Load() })
 	rdb := c.Client()
 	down.Store(true)
-	for range rdb.(*redis.Client).Options().PoolSize + 1 {
-		_ = rdb.Ping(context.Background()).Err() // enough dial failures to open the breaker
+	for range 3 * (breakablePoolSize + 1) { // on a cluster, for each of the three masters
+		_ = rdb.Get(ctx, c.Key("abcdefghijk")).Err() // enough dial failures to open the breaker
 	}
 	down.Store(false)
-	if err := rdb.Ping(context.Background()).Err(); err == nil {
+	if err := rdb.Get(ctx, c.Key("abcdefghijk")).Err(); err == nil {
 		t.Fatal("the client's dial circuit breaker did not open: the test proves nothing")
 	}
 
-	if err := c.MarkGone(context.Background(), "abcdefghijk", "owner"); err != nil {
+	if err := c.MarkGone(ctx, "abcdefghijk", "owner"); err != nil {
 		t.Fatalf("MarkGone with Redis up: %v", err)
 	}
 	if l := other.Get(ctx, "abcdefghijk", time.Now()); l.Result != cache.Gone || l.Reason != "owner" {
@@ -50,22 +53,25 @@ func TestMarkGoneWhileClientThinksRedisDown(t *testing.T) {
 	}
 }
 
-// breakableOptions are those of a client of the test Redis whose dials fail while down is set, as
-// if Redis were stopped, with the production client's quick timeouts.
-func breakableOptions(t *testing.T, down *atomic.Bool) *redis.Options {
+// breakablePoolSize is the pool of the client whose breaker the test opens: as many dial failures
+// as that and one more open it.
+const breakablePoolSize = 2
+
+// refusingCache is a cache of the Redis at url, with every key under prefix, whose dials to an
+// address fail while refuse says so, as if the node there were stopped.
+func refusingCache(t *testing.T, url, prefix string, opts cache.ClientOptions, refuse func(addr string) bool) *cache.Cache {
 	t.Helper()
-	opts, err := redis.ParseURL(os.Getenv("PASTEBIN_REDIS_URL"))
-	if err != nil {
-		t.Fatalf("PASTEBIN_REDIS_URL: %v", err)
-	}
-	opts.PoolSize, opts.MaxRetries, opts.DialerRetries = 2, 1, 1
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if down.Load() {
+		if refuse(addr) {
 			return nil, errors.New("connect: connection refused")
 		}
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	return opts
+	c, err := cache.OpenURL(url, opts, prefix, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -10,13 +10,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
 	"pastebin/blob"
+	"pastebin/cache"
 	"pastebin/store"
 )
 
@@ -88,7 +88,7 @@ type Expirer struct {
 	mu         sync.Mutex
 	current    *run // the run in progress in this process, if any
 	baseCtx    context.Context
-	lockFailed atomic.Bool // Redis unreachable for the lock: logged once per outage
+	lockOutage cache.Outage // Redis unreachable for the lock: logged once per outage
 }
 
 // New returns the cleanup subsystem. It registers its metrics on reg.

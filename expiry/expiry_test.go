@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"pastebin/blob/blobtest"
+	"pastebin/cache/cachetest"
 	"pastebin/store"
 	"pastebin/store/storetest"
 )
@@ -17,7 +18,11 @@ import (
 // and Redis holds neither.
 func TestCleanupStory(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	cachetest.ForEach(t, testCleanupStory)
+}
+
+func testCleanupStory(t *testing.T, kind cachetest.Kind) {
+	e := newEnvOf(t, kind)
 	a := e.paste("shared text", time.Now().Add(-time.Minute))
 	b := e.paste("shared text", time.Now().Add(time.Hour))
 	x := e.expirer(2)
@@ -68,7 +73,11 @@ func TestCleanupStory(t *testing.T) {
 // listed newest first.
 func TestRunReports(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	cachetest.ForEach(t, testRunReports)
+}
+
+func testRunReports(t *testing.T, kind cachetest.Kind) {
+	e := newEnvOf(t, kind)
 	e.seed(storetest.SeedSpec{Pastes: 3000, Expired: 2000, Shared: 0.4, Tag: "R"})
 	freedBefore := e.count(`SELECT count(*) FROM content`)
 	x := e.expirer(3, func(c *Config) { c.BatchSize = 250 })

@@ -30,7 +30,8 @@ type env struct {
 	bucket *blob.Bucket
 	s3     blob.Config
 	cache  *cache.Cache
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
+	redis  cachetest.Kind
 	prefix string
 	logs   *syncBuffer
 }
@@ -53,9 +54,16 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// newEnv is an env on the single test Redis.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, logs: &syncBuffer{}}
+	return newEnvOf(t, cachetest.Single)
+}
+
+// newEnvOf is an env on the test Redis of kind.
+func newEnvOf(t *testing.T, kind cachetest.Kind) *env {
+	t.Helper()
+	e := &env{t: t, logs: &syncBuffer{}, redis: kind}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
 	e.dbURL = storetest.NewDatabase(t)
 	var err error
@@ -65,8 +73,8 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(e.store.Close)
 	e.s3 = blobtest.Config(t)
 	e.bucket = blobtest.Open(t, e.s3)
-	e.cache, e.prefix = cachetest.New(t, logger)
-	e.rdb = cachetest.Client(t)
+	e.cache, e.prefix = cachetest.NewOf(t, kind, logger)
+	e.rdb = e.cache.Client()
 	return e
 }
 

@@ -22,6 +22,7 @@ import (
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
 	"pastebin/cache"
+	"pastebin/cache/cachetest"
 	"pastebin/store"
 	"pastebin/store/storetest"
 )
@@ -57,11 +58,10 @@ func workerProcess() int {
 	if err != nil {
 		return fail(err)
 	}
-	opts, err := redis.ParseURL(os.Getenv("PB_REDIS"))
+	c, err := cache.OpenURL(os.Getenv("PB_REDIS"), cache.ClientOptions{}, os.Getenv("PB_PREFIX"), logger)
 	if err != nil {
 		return fail(err)
 	}
-	c := cache.Open(opts, os.Getenv("PB_PREFIX"), logger)
 	cfg := DefaultConfig()
 	cfg.Workers, _ = strconv.Atoi(os.Getenv("PB_WORKERS"))
 	cfg.BatchSize, _ = strconv.Atoi(os.Getenv("PB_BATCH"))
@@ -98,7 +98,7 @@ func (e *env) startWorkerProcess(workers, batch int, s3Endpoint string) *process
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PB_EXPIRY_WORKER=1", "PB_DB="+db.String(), "PB_S3_ENDPOINT="+s3Endpoint,
 		"PB_S3_BUCKET="+e.s3.Bucket, "PB_S3_KEY="+e.s3.AccessKeyID, "PB_S3_SECRET="+e.s3.SecretAccessKey,
-		"PB_REDIS=redis://"+e.rdb.Options().Addr+"/0", "PB_PREFIX="+e.prefix,
+		"PB_REDIS="+cachetest.URL(e.t, e.redis), "PB_PREFIX="+e.prefix,
 		"PB_WORKERS="+strconv.Itoa(workers), "PB_BATCH="+strconv.Itoa(batch))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -174,7 +174,11 @@ func TestScaleAcrossProcesses(t *testing.T) {
 		t.Skip("seeds 30,000 pastes")
 	}
 	t.Parallel()
-	e := newEnv(t)
+	cachetest.ForEach(t, testScaleAcrossProcesses)
+}
+
+func testScaleAcrossProcesses(t *testing.T, kind cachetest.Kind) {
+	e := newEnvOf(t, kind)
 	const expired, live = 22000, 8000
 	e.seed(storetest.SeedSpec{Pastes: expired + live, Expired: expired, Shared: 0.6, Tag: "X"})
 	liveContent := e.count(`SELECT count(DISTINCT content_hash) FROM pastes WHERE expires_at > now()`)

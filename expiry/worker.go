@@ -117,12 +117,12 @@ func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
 	case errors.Is(err, cache.ErrLockHeld):
 		// Someone held it for the whole wait: claim anyway rather than stall.
 	case err != nil:
-		if !x.lockFailed.Swap(true) {
+		if x.lockOutage.Failed() {
 			x.logger.WarnContext(ctx, "redis unreachable: cleanup claims without the lock", "err", err)
 		}
 		x.metrics.unlocked.Inc()
 	default:
-		if x.lockFailed.Swap(false) {
+		if x.lockOutage.Succeeded() {
 			x.logger.InfoContext(ctx, "redis reachable again: cleanup claims under the lock")
 		}
 		var once sync.Once

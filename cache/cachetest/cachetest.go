@@ -1,5 +1,5 @@
-// Package cachetest gives each test its own corner of the real test Redis: a key prefix of its own,
-// whose keys are deleted when the test ends.
+// Package cachetest gives each test its own corner of the real test Redis, the single server or the
+// three-master cluster: a key prefix of its own, whose keys are deleted when the test ends.
 package cachetest
 
 import (
@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -15,32 +16,71 @@ import (
 	"pastebin/cache"
 )
 
-// Options are the options of a new client of the test Redis.
+// Kind is a kind of test Redis.
+type Kind string
+
+// The test Redis servers that scripts/services.sh starts.
+const (
+	Single  Kind = "single"  // one server: PASTEBIN_REDIS_URL
+	Cluster Kind = "cluster" // three masters: PASTEBIN_TEST_REDIS_CLUSTER_URL
+)
+
+// Kinds are both, for tests that run against each.
+var Kinds = []Kind{Single, Cluster}
+
+// ForEach runs test as a parallel subtest against each kind of test Redis.
+func ForEach(t *testing.T, test func(t *testing.T, kind Kind)) {
+	for _, kind := range Kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			test(t, kind)
+		})
+	}
+}
+
+// URL is the URL of the test Redis of kind.
+func URL(t testing.TB, kind Kind) string {
+	t.Helper()
+	name := map[Kind]string{Single: "PASTEBIN_REDIS_URL", Cluster: "PASTEBIN_TEST_REDIS_CLUSTER_URL"}[kind]
+	u := os.Getenv(name)
+	if u == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which starts Redis and the Redis Cluster", name)
+	}
+	return u
+}
+
+// Options are the options of a new client of the single test Redis.
 func Options(t testing.TB) *redis.Options {
 	t.Helper()
-	u := os.Getenv("PASTEBIN_REDIS_URL")
-	if u == "" {
-		t.Fatal("PASTEBIN_REDIS_URL is not set: run the tests with `make test`, which starts Redis")
-	}
-	opts, err := redis.ParseURL(u)
+	opts, err := redis.ParseURL(URL(t, Single))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return opts
 }
 
-// Client returns a client of the test Redis.
-func Client(t testing.TB) *redis.Client {
+// Client returns a client of the single test Redis.
+func Client(t testing.TB) redis.UniversalClient { return ClientOf(t, Single) }
+
+// ClientOf returns a client of the test Redis of kind, closed when the test ends.
+func ClientOf(t testing.TB, kind Kind) redis.UniversalClient {
 	t.Helper()
-	rdb := redis.NewClient(Options(t))
+	rdb, err := cache.NewClient(URL(t, kind), cache.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
 
-// New returns a cache whose keys are this test's alone, and the prefix they share.
-func New(t testing.TB, logger *slog.Logger) (*cache.Cache, string) {
+// New returns a cache on the single test Redis whose keys are this test's alone, and their prefix.
+func New(t testing.TB, logger *slog.Logger) (*cache.Cache, string) { return NewOf(t, Single, logger) }
+
+// NewOf returns a cache on the test Redis of kind whose keys are this test's alone, and their
+// prefix. cache.Client gives its client.
+func NewOf(t testing.TB, kind Kind, logger *slog.Logger) (*cache.Cache, string) {
 	t.Helper()
-	rdb := Client(t)
+	rdb := ClientOf(t, kind)
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	prefix := "pbtest:" + hex.EncodeToString(b) + ":"
@@ -49,20 +89,30 @@ func New(t testing.TB, logger *slog.Logger) (*cache.Cache, string) {
 			rdb.Del(context.Background(), k)
 		}
 	})
-	c := cache.Open(Options(t), prefix, logger)
+	c, err := cache.OpenURL(URL(t, kind), cache.ClientOptions{}, prefix, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { c.Close() })
 	return c, prefix
 }
 
-// Keys lists every key under prefix, with SCAN (never KEYS, which blocks the server).
+// Keys lists every key under prefix, with SCAN (never KEYS, which blocks the server) on every
+// master: on a cluster SCAN sees only the keys of the node it runs on.
 func Keys(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 	t.Helper()
+	var mu sync.Mutex // ForEachMaster runs fn on the masters at once
 	var keys []string
-	iter := rdb.Scan(context.Background(), 0, prefix+"*", 1000).Iterator()
-	for iter.Next(context.Background()) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	err := cache.ForEachMaster(context.Background(), rdb, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return keys

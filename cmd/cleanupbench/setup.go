@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"pastebin/blob"
+	"pastebin/cache"
 	"pastebin/store"
 	"pastebin/store/storetest"
 )
@@ -26,7 +27,7 @@ type bench struct {
 	out      io.Writer
 	logger   *slog.Logger
 	admin    *pgx.Conn
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	template string // database holding the loaded pastes, copied before each measurement
 	bucket   string // bucket holding the blobs cleanup frees
 	snapshot string // hard-linked copy of the bucket's folder, restored before each measurement
@@ -47,11 +48,9 @@ func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 	if b.admin, err = pgx.Connect(ctx, cfg.adminURL); err != nil {
 		return nil, err
 	}
-	opts, err := redis.ParseURL(cfg.redisURL)
-	if err != nil {
+	if b.rdb, err = cache.NewClient(cfg.redisURL, cache.ClientOptions{}); err != nil {
 		return nil, err
 	}
-	b.rdb = redis.NewClient(opts)
 	if err := b.prepare(ctx); err != nil {
 		b.close()
 		return nil, err
@@ -240,7 +239,10 @@ func (b *bench) restoreBucket(ctx context.Context) error {
 
 // fillRedis caches every expired paste, so the subsystem's pipeline deletes real keys.
 func (b *bench) fillRedis(ctx context.Context) error {
-	if err := b.rdb.FlushDB(ctx).Err(); err != nil {
+	err := cache.ForEachMaster(ctx, b.rdb, func(ctx context.Context, node *redis.Client) error {
+		return node.FlushDB(ctx).Err()
+	})
+	if err != nil {
 		return err
 	}
 	for start := 1; start <= 2*b.cfg.expired; start += 10000 {

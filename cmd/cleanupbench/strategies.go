@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"pastebin/cache"
 	"pastebin/expiry"
@@ -108,11 +107,10 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 	if err != nil {
 		return 0, err
 	}
-	opts, err := redis.ParseURL(b.cfg.redisURL)
+	c, err := cache.OpenURL(b.cfg.redisURL, cache.ClientOptions{}, "pb:", b.logger)
 	if err != nil {
 		return 0, err
 	}
-	c := cache.Open(opts, "pb:", b.logger)
 	defer c.Close()
 	cfg := expiry.DefaultConfig()
 	cfg.Workers, cfg.BatchSize, cfg.SweepSchedule = workers, b.cfg.batchSize, ""

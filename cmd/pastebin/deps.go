@@ -33,7 +33,7 @@ type connConfig struct {
 // register adds the flags of every connection and of logging.
 func (c *connConfig) register(fs *flag.FlagSet) {
 	c.registerDatabase(fs)
-	fs.StringVar(&c.redisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis connection URL")
+	fs.StringVar(&c.redisURL, "redis-url", "redis://127.0.0.1:6379/0", "Redis URL; a Redis Cluster: redis+cluster://host:port?addr=host2:port&addr=host3:port")
 	fs.StringVar(&c.redisPrefix, "redis-prefix", "pb:", "prefix of every Redis key")
 	fs.StringVar(&c.s3.Endpoint, "s3-endpoint", "", "S3 endpoint URL; empty starts an embedded S3 server on 127.0.0.1")
 	fs.StringVar(&c.s3.Bucket, "s3-bucket", "pastebin", "S3 bucket, created if missing")
@@ -92,12 +92,6 @@ type services struct {
 	embedded *blob.Embedded
 }
 
-// rateRedis is the client the rate limits count in: httprate-redis takes a single server's client.
-func (s *services) rateRedis() *redis.Client {
-	rdb, _ := s.cache.Client().(*redis.Client)
-	return rdb
-}
-
 func (s *services) close() {
 	if s.store != nil {
 		s.store.Close()
@@ -122,16 +116,16 @@ func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (_ *services
 	if svc.store, err = store.Open(ctx, c.databaseURL, logger); err != nil {
 		return nil, err
 	}
-	opts, err := redis.ParseURL(c.redisURL)
+	// Short timeouts: a cache that does not answer quickly is worth less than no cache.
+	svc.cache, err = cache.OpenURL(c.redisURL, cache.ClientOptions{
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
+		PoolTimeout: time.Second, MaxRetries: 1,
+	}, c.redisPrefix, logger)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
-	// Short timeouts: a cache that does not answer quickly is worth less than no cache.
-	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
-	opts.PoolTimeout, opts.MaxRetries = time.Second, 1
 	// go-redis keeps its logger in a package variable; this process has one logger, so set it here.
 	redis.SetLogger(redisLogger{logger})
-	svc.cache = cache.Open(opts, c.redisPrefix, logger)
 	if svc.bucket, err = c.openBucket(ctx, svc, logger); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,110 @@
+package cache_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"pastebin/cache"
+	"pastebin/cache/cachetest"
+)
+
+// Tests of the cache against the single test Redis and the test Redis Cluster alike.
+
+func TestPutGetMarkGone(t *testing.T) {
+	t.Parallel()
+	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
+		ctx := context.Background()
+		c, _ := cachetest.NewOf(t, kind, slog.New(slog.DiscardHandler))
+		now := time.Now()
+		p := cache.Paste{Code: "abcdefghijk", Size: 2, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Content: []byte("hi")}
+		miss := c.Get(ctx, p.Code, now)
+		c.Put(ctx, miss, p, time.Hour, now)
+		if l := c.Get(ctx, p.Code, now); l.Result != cache.Hit || string(l.Paste.Content) != "hi" {
+			t.Fatalf("Get after Put: %v %q, want a hit with the content", l.Result, l.Paste.Content)
+		}
+		if l := c.Get(ctx, p.Code, p.ExpiresAt.Add(cache.SkewMargin)); l.Result != cache.Gone {
+			t.Errorf("Get past the expiry: %v, want Gone", l.Result)
+		}
+		if err := c.MarkGone(ctx, p.Code, "owner"); err != nil {
+			t.Fatal(err)
+		}
+		c.Put(ctx, miss, p, time.Hour, now) // a reader that read the database before the delete
+		if l := c.Get(ctx, p.Code, now); l.Result != cache.Gone || l.Reason != "owner" {
+			t.Errorf("Get after MarkGone and a late Put: %v %q, want Gone \"owner\"", l.Result, l.Reason)
+		}
+		if err := c.Ping(ctx); err != nil {
+			t.Errorf("Ping: %v", err)
+		}
+	})
+}
+
+// TestForgetAcrossSlots: cleanup drops a whole batch in one pipeline. On a cluster the batch's keys
+// lie in many slots on every master: the pipeline must reach them all (go-redis splits it by node).
+func TestForgetAcrossSlots(t *testing.T) {
+	t.Parallel()
+	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
+		ctx := context.Background()
+		c, prefix := cachetest.NewOf(t, kind, slog.New(slog.DiscardHandler))
+		now := time.Now()
+		var codes []string
+		for i := range 200 {
+			code := fmt.Sprintf("code%07d", i)
+			codes = append(codes, code)
+			c.Put(ctx, c.Get(ctx, code, now), cache.Paste{Code: code, CreatedAt: now}, time.Hour, now)
+		}
+		if kind == cachetest.Cluster {
+			if n := mastersHolding(t, c.Client(), prefix); n < 3 {
+				t.Fatalf("the keys are on %d masters, want all 3: the test would prove nothing", n)
+			}
+		}
+		keep := codes[len(codes)-1]
+		if err := c.Forget(ctx, codes[:len(codes)-1]); err != nil {
+			t.Fatalf("Forget: %v", err)
+		}
+		if left := cachetest.Keys(t, c.Client(), prefix); !slices.Equal(left, []string{c.Key(keep)}) {
+			t.Errorf("after Forget, Redis holds %d keys (%.3v), want only %s", len(left), left, c.Key(keep))
+		}
+	})
+}
+
+// mastersHolding counts the masters that hold a key under prefix.
+func mastersHolding(t *testing.T, rdb redis.UniversalClient, prefix string) int {
+	t.Helper()
+	var n atomic.Int32 // fn runs on every master at once
+	err := cache.ForEachMaster(context.Background(), rdb, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		if iter.Next(ctx) {
+			n.Add(1)
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n.Load())
+}
+
+// TestPingEveryMaster: /readyz says Redis is degraded when one master of a cluster cannot be
+// reached, although the others answer.
+func TestPingEveryMaster(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(cachetest.URL(t, cachetest.Cluster))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable := u.Query()["addr"][0]
+	c := refusingCache(t, u.String(), "pbtest:", cache.ClientOptions{}, func(addr string) bool { return addr == unreachable })
+	err = c.Ping(context.Background())
+	if err == nil || !strings.Contains(err.Error(), unreachable) {
+		t.Errorf("Ping with master %s unreachable: %v, want an error naming it", unreachable, err)
+	}
+}
