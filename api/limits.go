@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -12,8 +11,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/go-chi/httprate"
-	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -48,8 +45,7 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 		l.creates = l.createLimiter(cfg, deps, ps)
 	}
 	if cfg.DeleteFailureRate.On() {
-		rl := newRateLimiter("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)
-		l.failures = &failureLimiter{rl: rl, rate: cfg.DeleteFailureRate, logger: ps.logger}
+		l.failures = &failureLimiter{rl: newRateLimiter("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)}
 	}
 	return l
 }
@@ -62,20 +58,22 @@ func (l *limits) guardCreate(writeError func(http.ResponseWriter, *http.Request,
 	}
 }
 
+// createLimiter refuses a client's creates past the create rate, before it takes an upload slot or
+// sends a byte of its body. Every create's answer tells the client its allowance.
 func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(http.Handler) http.Handler {
-	rate := cfg.CreateRate
-	return newRateLimiter("create", rate, cfg, deps, ps.logger,
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return rateKey(r.Context()), nil }),
-		httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
-			l.refused.WithLabelValues("create_rate").Inc()
-			ps.writeError(w, r, rateLimited(rate, "pastes created"))
-		}),
-		// Unreachable with either counter: the local one never fails, and the Redis one falls back
-		// to the local one on any error. Should that change, the failure is a logged 500.
-		httprate.WithErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-			ps.writeError(w, r, fmt.Errorf("create rate limit: %w", err))
-		}),
-	).Handler
+	rl := newRateLimiter("create", cfg.CreateRate, cfg, deps, ps.logger)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v := rl.allow(r.Context(), rateKey(r.Context()))
+			v.setHeaders(w.Header(), rl.rate)
+			if !v.allowed {
+				l.refused.WithLabelValues("create_rate").Inc()
+				ps.writeError(w, r, rateLimited(rl.rate, "pastes created", v.retryAfter))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // inUploadSlot bounds the creates that read and store a body at once. Each may hold up to the
@@ -109,69 +107,35 @@ func (l *limits) inUploadSlot(writeError func(http.ResponseWriter, *http.Request
 	})
 }
 
-// newRateLimiter counts a rate per client. With a Redis client the counts live in Redis, so the
-// replicas add up to one limit (peers.md 5.10: in-memory limiters multiply by the replica count).
-// When Redis fails, httprate-redis counts in this process's memory until Redis answers again:
-// creates go on, limited per replica for that while (DESIGN: Redis down means slower, not broken).
-// The counter is always given explicitly, which keeps every limiter's windows on the wall clock,
-// the same on every replica; failureLimiter.failed relies on that.
-func newRateLimiter(name string, rate Rate, cfg Config, deps Deps, logger *slog.Logger, opts ...httprate.Option) *httprate.RateLimiter {
-	var counter httprate.LimitCounter = httprate.NewLocalLimitCounter(rate.Window)
-	if deps.RateRedis != nil {
-		counter = httprateredis.NewCounter(&httprateredis.Config{
-			Client: deps.RateRedis, PrefixKey: cfg.RateKeyPrefix + name, WindowLength: rate.Window,
-			// Logged without a request's context: the switch is the process's, not a request's.
-			OnFallbackChange: func(local bool) {
-				if local {
-					logger.Warn("redis unavailable: rate limit counted in this process only", "limit", name)
-					return
-				}
-				logger.Info("rate limit counted in redis again", "limit", name)
-			},
-		})
-	}
-	return httprate.NewRateLimiter(rate.Requests, rate.Window, append(opts, httprate.WithLimitCounter(counter))...)
-}
-
 // failureLimiter counts a client's failed deletes (a wrong token): guessing tokens is the abuse it
 // stops, so a right token or a malformed request costs nothing. A client past the limit is refused
-// every delete until its window passes, before its token is checked, so that even a right guess
-// then tells it nothing.
+// every delete, before its token is checked, until its allowance earns one back, so that even a
+// right guess then tells it nothing.
 type failureLimiter struct {
-	rl     *httprate.RateLimiter
-	rate   Rate
-	logger *slog.Logger
+	rl *rateLimiter
 }
 
-// exhausted reports whether the client of ctx has used up its failures.
-func (f *failureLimiter) exhausted(ctx context.Context) bool {
+// exhausted reports whether the client of ctx has used up its failures, and when it may try again.
+func (f *failureLimiter) exhausted(ctx context.Context) (time.Duration, bool) {
 	if f == nil {
-		return false
+		return 0, false
 	}
-	_, rate, err := f.rl.Status(rateKey(ctx))
-	if err != nil {
-		// The token check still stands; a counter that fails must not lock owners out.
-		f.logger.WarnContext(ctx, "delete failure limit not checked", "err", err)
-		return false
-	}
-	return int(math.Round(rate)) >= f.rate.Requests
+	v := f.rl.check(ctx, rateKey(ctx))
+	return v.retryAfter, !v.allowed
 }
 
-// failed counts one failure of the client of ctx, in the current wall-clock window.
+// failed counts one failure of the client of ctx.
 func (f *failureLimiter) failed(ctx context.Context) {
-	if f == nil {
-		return
-	}
-	window := time.Now().UTC().Truncate(f.rate.Window)
-	if err := f.rl.Counter().IncrementBy(rateKey(ctx), window, 1); err != nil {
-		f.logger.WarnContext(ctx, "delete failure not counted", "err", err)
+	if f != nil {
+		f.rl.allow(ctx, rateKey(ctx))
 	}
 }
 
-// rateLimited is the answer to a client over rate.
-func rateLimited(rate Rate, what string) *problem {
+// rateLimited is the answer to a client over rate, which may try again after retry.
+func rateLimited(rate Rate, what string, retry time.Duration) *problem {
+	retry = max(retry, time.Second)
 	return errRateLimited.withDetail(fmt.Sprintf("Too many %s from your address: at most %d every %s. Try again in %d seconds.",
-		what, rate.Requests, formatDuration(rate.Window), int(rate.Window.Seconds()))).withRetryAfter(rate.Window)
+		what, rate.Requests, formatDuration(rate.Window), retrySeconds(retry))).withRetryAfter(retry)
 }
 
 // clientCtxKey is the context key of the client's address.
@@ -220,11 +184,23 @@ func clientAddr(ctx context.Context) string {
 
 // rateKey is the client's rate-limit bucket: its address, or its /64 for IPv6, since one IPv6
 // client usually holds a whole /64 and could otherwise take a fresh bucket per address.
-func rateKey(ctx context.Context) string { return httprate.CanonicalizeIP(clientAddr(ctx)) }
+func rateKey(ctx context.Context) string {
+	addr, err := netip.ParseAddr(clientAddr(ctx))
+	if err != nil {
+		return clientAddr(ctx)
+	}
+	if addr = addr.Unmap().WithZone(""); addr.Is4() {
+		return addr.String()
+	}
+	p, _ := addr.Prefix(64)
+	return p.String()
+}
 
 // setRetryAfter tells the client, in whole seconds, when to try again.
 func setRetryAfter(h http.Header, d time.Duration) {
 	if d > 0 {
-		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+		h.Set("Retry-After", strconv.Itoa(retrySeconds(d)))
 	}
 }
+
+func retrySeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"pastebin/api"
+	"pastebin/cache/cachetest"
 )
 
 // Tests of the limits against abuse: per-client rates of creates and failed deletes, who the client
@@ -48,7 +49,11 @@ func checkRefused(t *testing.T, r response, status int, typ, retryAfter string) 
 
 func TestCreateRateLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withRates(perMinute(3), api.Rate{}))
+	cachetest.ForEach(t, testCreateRateLimit)
+}
+
+func testCreateRateLimit(t *testing.T, kind cachetest.Kind) {
+	e := newEnv(t, withRates(perMinute(3), api.Rate{}), withRedis(kind))
 	// Every create route draws on the same allowance.
 	for _, req := range []*http.Request{
 		e.request(http.MethodPost, "/", strings.NewReader("one")),
@@ -59,15 +64,16 @@ func TestCreateRateLimit(t *testing.T) {
 			t.Fatalf("%s %s: got %d, want 201: %s", req.Method, req.URL.Path, r.StatusCode, r.body)
 		}
 	}
+	// Three at once spend the allowance, which comes back one create every 20 seconds.
 	r := e.do(e.request(http.MethodPost, "/api/v1/pastes", strings.NewReader(`{"content":"four"}`), "Content-Type", "application/json"))
-	checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "60")
+	checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "20")
 	if got, want := r.Header.Get("X-RateLimit-Limit")+" "+r.Header.Get("X-RateLimit-Remaining"), "3 0"; got != want {
 		t.Errorf("X-RateLimit-Limit and -Remaining %q, want %q", got, want)
 	}
 	form := url.Values{"content": {"five"}}.Encode()
 	page := e.send(e.request(http.MethodPost, "/", strings.NewReader(form),
 		"Content-Type", "application/x-www-form-urlencoded", "Accept", browserAccept))
-	checkRefused(t, page, http.StatusTooManyRequests, "rate-limited", "60")
+	checkRefused(t, page, http.StatusTooManyRequests, "rate-limited", "20")
 	if ct := page.Header.Get("Content-Type"); ct != "text/html; charset=utf-8" || !strings.Contains(page.text(), "Slow down") {
 		t.Errorf("browser create over the limit: %s, want the error page: %.200s", ct, page.body)
 	}
@@ -83,14 +89,18 @@ func TestCreateRateLimit(t *testing.T) {
 // rather than each allowing the whole of it.
 func TestCreateRateLimitAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withRates(perMinute(4), api.Rate{}))
+	cachetest.ForEach(t, testCreateRateLimitAcrossReplicas)
+}
+
+func testCreateRateLimitAcrossReplicas(t *testing.T, kind cachetest.Kind) {
+	e := newEnv(t, withRates(perMinute(4), api.Rate{}), withRedis(kind))
 	other := e.replica()
 	for i, srv := range []*env{e, other, e, other} {
 		srv.create(fmt.Sprint("paste ", i), "")
 	}
 	for _, srv := range []*env{e, other} {
 		r := srv.do(srv.request(http.MethodPost, "/", strings.NewReader("one too many")))
-		checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "60")
+		checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "15")
 	}
 }
 
@@ -104,7 +114,7 @@ func TestCreateRateLimitWithoutRedis(t *testing.T) {
 	e.create("one", "")
 	p := e.create("two", "")
 	r := e.do(e.request(http.MethodPost, "/", strings.NewReader("three")))
-	checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "60")
+	checkRefused(t, r, http.StatusTooManyRequests, "rate-limited", "30")
 	if r := e.delete(p.code, p.token); r.StatusCode != http.StatusNoContent {
 		t.Errorf("delete with Redis down: got %d, want 204: %s", r.StatusCode, r.body)
 	}
@@ -124,7 +134,11 @@ func closedAddr(t *testing.T) string {
 
 func TestDeleteFailureLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withRates(api.Rate{}, perMinute(3)))
+	cachetest.ForEach(t, testDeleteFailureLimit)
+}
+
+func testDeleteFailureLimit(t *testing.T, kind cachetest.Kind) {
+	e := newEnv(t, withRates(api.Rate{}, perMinute(3)), withRedis(kind))
 	p, q, s := e.create("p", ""), e.create("q", ""), e.create("s", "")
 	wrong := strings.Repeat("A", 43)
 	// A missing or malformed token is no guess at one: it costs nothing.
@@ -147,9 +161,9 @@ func TestDeleteFailureLimit(t *testing.T) {
 		t.Fatalf("wrong token in the form: got %d, want 403", r.StatusCode)
 	}
 	// The allowance is spent: every delete is refused before its token is checked, a right one too.
-	checkRefused(t, e.delete(p.code, wrong), http.StatusTooManyRequests, "rate-limited", "60")
-	checkRefused(t, e.delete(s.code, s.token), http.StatusTooManyRequests, "rate-limited", "60")
-	checkRefused(t, e.webDelete(s.code, s.token), http.StatusTooManyRequests, "rate-limited", "60")
+	checkRefused(t, e.delete(p.code, wrong), http.StatusTooManyRequests, "rate-limited", "20")
+	checkRefused(t, e.delete(s.code, s.token), http.StatusTooManyRequests, "rate-limited", "20")
+	checkRefused(t, e.webDelete(s.code, s.token), http.StatusTooManyRequests, "rate-limited", "20")
 	if r := e.get("/raw/" + s.code); r.StatusCode != http.StatusOK {
 		t.Errorf("refused deletes deleted the paste: read answered %d", r.StatusCode)
 	}

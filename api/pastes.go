@@ -222,9 +222,9 @@ func (ps *pasteService) delete(ctx context.Context, code, token string) error {
 	if !store.ValidShortCode(code) {
 		return store.ErrNotFound
 	}
-	if ps.limits.failures.exhausted(ctx) {
+	if retry, over := ps.limits.failures.exhausted(ctx); over {
 		ps.limits.refused.WithLabelValues("delete_failures").Inc()
-		return rateLimited(ps.cfg.DeleteFailureRate, "failed deletes")
+		return rateLimited(ps.cfg.DeleteFailureRate, "failed deletes", retry)
 	}
 	rel, err := ps.store.DeletePaste(ctx, code, token)
 	if errors.Is(err, store.ErrForbidden) {

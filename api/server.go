@@ -44,7 +44,7 @@ type Deps struct {
 	Cleanup    CleanupRunner // starts cleanup runs for /admin; may be nil
 	Now        func() time.Time
 	// RateRedis counts the rate limits across replicas; nil counts them in this process alone.
-	RateRedis *redis.Client
+	RateRedis redis.UniversalClient
 }
 
 // NewServer returns the whole HTTP API as one handler.

@@ -185,7 +185,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
-		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.rateRedis()})
+		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client()})
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return serveHTTP(ctx, cfg, handler, logger) })
