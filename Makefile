@@ -10,9 +10,11 @@ PKGS    := ./...
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
 
-# The chaos soak's length and operation budget (it stops at whichever comes first).
+# The chaos soak's length and operation budget (it stops at whichever comes first), and its Redis:
+# single (one server) or cluster (three masters, one at a time killed and restarted).
 SOAK_DURATION ?= 5m
 SOAK_MAX_OPS  ?= 1000000
+REDIS         ?= single
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pastebin
@@ -52,7 +54,7 @@ bench-cleanup:
 # every paste read back. Logs in artifacts/soak/. A 30-second version runs in make test (cmd/soak).
 soak: build
 	scripts/with-services.sh test $(GO) run ./cmd/soak -pastebin $(BIN) -duration $(SOAK_DURATION) \
-	  -max-ops $(SOAK_MAX_OPS) -dir artifacts/soak $(SOAK_ARGS)
+	  -max-ops $(SOAK_MAX_OPS) -redis $(REDIS) -dir artifacts/soak $(SOAK_ARGS)
 
 services-up:
 	scripts/services.sh run up >/dev/null; scripts/services.sh run status

@@ -21,13 +21,12 @@ const (
 	s3Bucket = "soak"
 )
 
-// cluster is every process the soak runs: the serve processes, Redis and the S3 server. PostgreSQL
-// is the shared test server, which the soak never stops.
+// cluster is every process the soak runs: the serve processes, Redis (one server or a Redis Cluster)
+// and the S3 server. PostgreSQL is the shared test server, which the soak never stops.
 type cluster struct {
 	serves     []*proc
 	urls       []string // base URL of each serve process, index for index
-	redis      *proc
-	redisAddr  string
+	redis      *redisServers
 	s3         *proc
 	env        []string // environment of every pastebin command: where its services are
 	bin        string
@@ -38,7 +37,7 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 	if err := os.MkdirAll(filepath.Join(dataDir, "s3"), 0o755); err != nil {
 		return nil, err
 	}
-	ports := make([]int, cfg.serves+2)
+	ports := make([]int, cfg.serves+1)
 	for i := range ports {
 		p, err := freePort()
 		if err != nil {
@@ -46,23 +45,21 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 		}
 		ports[i] = p
 	}
-	c := &cluster{bin: cfg.pastebin, adminToken: randomHex(16), redisAddr: "127.0.0.1:" + strconv.Itoa(ports[0])}
-	s3URL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	c.env = pastebinEnv(cfg.env, dbURL, c.redisAddr, s3URL, c.adminToken)
-	c.redis = &proc{
-		name: "redis", path: "redis-server", env: cfg.env.list(), log: filepath.Join(cfg.dir, "redis.log"),
-		args: []string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dataDir, "--logfile", ""},
-		ready: redisReady(c.redisAddr),
+	redis, err := newRedisServers(cfg, dataDir)
+	if err != nil {
+		return nil, err
 	}
+	c := &cluster{bin: cfg.pastebin, adminToken: randomHex(16), redis: redis}
+	s3URL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	c.env = pastebinEnv(cfg.env, dbURL, redis.url(), s3URL, c.adminToken)
 	c.s3 = &proc{
 		name: "s3", path: cfg.versitygw, log: filepath.Join(cfg.dir, "versitygw.log"),
 		env: append(cfg.env.list(), "ROOT_ACCESS_KEY_ID="+s3Key, "ROOT_SECRET_ACCESS_KEY="+s3Secret),
-		args: []string{"--port", "127.0.0.1:" + strconv.Itoa(ports[1]), "--quiet", "--keep-alive", "--health", "/healthz",
+		args: []string{"--port", "127.0.0.1:" + strconv.Itoa(ports[0]), "--quiet", "--keep-alive", "--health", "/healthz",
 			"posix", filepath.Join(dataDir, "s3")},
 		ready: httpReady(s3URL + "/healthz"),
 	}
-	for i, port := range ports[2:] {
+	for i, port := range ports[1:] {
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		c.urls = append(c.urls, "http://"+addr)
 		c.serves = append(c.serves, &proc{
@@ -80,11 +77,11 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 // orphan sweeper that run often, and a small cache-size limit so some pastes are streamed from S3.
 // The orphan grace (1m) is far longer than any create takes from upload to commit, so the sweeper
 // never takes a blob whose create is still on its way.
-func pastebinEnv(e childEnv, dbURL, redisAddr, s3URL, adminToken string) []string {
+func pastebinEnv(e childEnv, dbURL, redisURL, s3URL, adminToken string) []string {
 	return append(e.list(),
 		"PASTEBIN_DATABASE_URL="+dbURL,
 		"PASTEBIN_MIGRATE=true",
-		"PASTEBIN_REDIS_URL=redis://"+redisAddr+"/0",
+		"PASTEBIN_REDIS_URL="+redisURL,
 		"PASTEBIN_REDIS_PREFIX=soak:",
 		"PASTEBIN_S3_ENDPOINT="+s3URL,
 		"PASTEBIN_S3_BUCKET="+s3Bucket,
@@ -119,18 +116,19 @@ func (e childEnv) list() []string {
 }
 
 // all is every process, services first.
-func (c *cluster) all() []*proc { return append([]*proc{c.s3, c.redis}, c.serves...) }
+func (c *cluster) all() []*proc { return append(append([]*proc{c.s3}, c.redis.nodes...), c.serves...) }
 
 // ensureUp starts every process that is not running: the services, then the serve processes
 // together (their migrations take a lock, so starting together is safe). Each gets tries starts
 // (0: until ctx ends).
 func (c *cluster) ensureUp(ctx context.Context, tries int) error {
-	for _, p := range []*proc{c.s3, c.redis} {
-		if !p.running() {
-			if _, err := p.start(ctx, tries); err != nil {
-				return err
-			}
+	if !c.s3.running() {
+		if _, err := c.s3.start(ctx, tries); err != nil {
+			return err
 		}
+	}
+	if err := c.redis.ensureUp(ctx, tries); err != nil {
+		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	for _, p := range c.serves {

@@ -12,7 +12,8 @@ import (
 
 // faults is the chaos controller: every few seconds one random fault, each undone after a pause by
 // its own goroutine: a serve process SIGKILLed (sometimes just after it was told to start a cleanup
-// run) and started again, Redis killed or shut down without saving and started empty, the S3 server
+// run) and started again, Redis (or one master of the Redis Cluster) killed or shut down without
+// saving and started empty, the S3 server
 // killed or stopped and started again on the same data. A process being faulted is not picked
 // again until it is back, and a serve process is killed only while another one runs, so one at
 // least is up most of the time.
@@ -49,8 +50,8 @@ func (f *faults) inject(ctx context.Context, r *rand.Rand) {
 		kill := func() { f.killServe(ctx, r, serve) }
 		choices = append(choices, kill, kill)
 	}
-	if f.take(f.c.redis, false) {
-		choices = append(choices, func() { f.stopRedis(ctx, r) })
+	if node := f.freeRedis(r); node >= 0 {
+		choices = append(choices, func() { f.stopRedis(ctx, r, node) })
 	}
 	if f.take(f.c.s3, false) {
 		choices = append(choices, func() { f.stopS3(ctx, r) })
@@ -122,16 +123,31 @@ func (f *faults) killServe(ctx context.Context, r *rand.Rand, i int) {
 	f.undo(ctx, p, time.Duration(200+r.IntN(1800))*time.Millisecond)
 }
 
-// stopRedis kills Redis or shuts it down without saving: either way it comes back empty.
-func (f *faults) stopRedis(ctx context.Context, r *rand.Rand) {
-	p := f.c.redis
+// freeRedis is a random Redis node (of one) that runs free of faults, or -1.
+func (f *faults) freeRedis(r *rand.Rand) int {
+	var free []int
+	for i, p := range f.c.redis.nodes {
+		if f.take(p, false) {
+			free = append(free, i)
+		}
+	}
+	if len(free) == 0 {
+		return -1
+	}
+	return free[r.IntN(len(free))]
+}
+
+// stopRedis kills Redis node i or shuts it down without saving: either way it comes back empty. A
+// master of a cluster comes back with its slots, from its nodes.conf.
+func (f *faults) stopRedis(ctx context.Context, r *rand.Rand, i int) {
+	p := f.c.redis.nodes[i]
 	if !f.take(p, true) {
 		return
 	}
 	if r.IntN(2) == 0 {
 		p.stop(syscall.SIGKILL)
 	} else {
-		_, _ = redisCommand(ctx, f.c.redisAddr, "SHUTDOWN NOSAVE")
+		_, _ = redisCommand(ctx, f.c.redis.addrs[i], "SHUTDOWN NOSAVE")
 		p.stop(syscall.SIGKILL) // waits for the exit; kills it if the shutdown did not come through
 	}
 	f.stats.redisStops.Add(1)

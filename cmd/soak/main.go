@@ -40,7 +40,10 @@ type config struct {
 	adminURL   string        // PostgreSQL server the soak creates its own database on
 	keepDB     bool
 	seed       uint64
-	env        childEnv
+	// redisCluster runs a three-master Redis Cluster rather than one Redis; the faults stop one
+	// master at a time.
+	redisCluster bool
+	env          childEnv
 }
 
 // childEnv is what child processes inherit from the soak's environment: enough to run, and no
@@ -88,11 +91,15 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.StringVar(&cfg.pastebin, "pastebin", "", "the pastebin binary (make soak builds bin/pastebin)")
 	fs.StringVar(&cfg.versitygw, "versitygw", cfg.versitygw, "versitygw binary [PASTEBIN_TEST_VERSITYGW]")
 	fs.BoolVar(&cfg.keepDB, "keep-db", false, "keep the soak's database afterwards, for a look at what went wrong")
+	redisMode := fs.String("redis", "single", "Redis: single (one server) or cluster (three masters; faults stop one at a time)")
 	fs.Uint64Var(&cfg.seed, "seed", uint64(time.Now().UnixNano()), "seed of the load's and the faults' random choices")
 	if err := fs.Parse(args[1:]); err != nil {
 		return cfg, err
 	}
+	cfg.redisCluster = *redisMode == "cluster"
 	switch {
+	case *redisMode != "single" && *redisMode != "cluster":
+		return cfg, errors.New(`-redis must be "single" or "cluster"`)
 	case cfg.adminURL == "" || cfg.versitygw == "":
 		return cfg, errors.New("PASTEBIN_DATABASE_URL or PASTEBIN_TEST_VERSITYGW is not set: run it with `make soak`")
 	case cfg.pastebin == "":

@@ -53,7 +53,7 @@ func newSoak(ctx context.Context, cfg config, out io.Writer) (_ *soak, err error
 		return nil, err
 	}
 	s.client = newClient(s.cluster.urls, cfg.clients)
-	s.logf("starting %d serve processes, Redis and versitygw; logs in %s", cfg.serves, cfg.dir)
+	s.logf("starting %d serve processes, %d Redis nodes and versitygw; logs in %s", cfg.serves, len(s.cluster.redis.nodes), cfg.dir)
 	if err := s.cluster.startWithin(ctx, 2*time.Minute, 2); err != nil {
 		return nil, err
 	}
