@@ -185,10 +185,24 @@ const markGoneFor = 3 * time.Second
 // MarkGone replaces whatever is cached for code with the marker of a deleted paste, and why. It
 // retries for up to markGoneFor, so a delete waits out a Redis this process cannot reach yet.
 func (c *Cache) MarkGone(ctx context.Context, code, reason string) error {
+	return c.MarkAllGone(ctx, []string{code}, reason)
+}
+
+// MarkAllGone is MarkGone for many pastes (an operator's takedown of every paste of some
+// content): one pipeline round trip per attempt, whatever their number.
+func (c *Cache) MarkAllGone(ctx context.Context, codes []string, reason string) error {
+	if len(codes) == 0 {
+		return nil
+	}
 	value := append([]byte{goneMarker}, reason...)
 	deadline := time.Now().Add(markGoneFor)
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
-		err := c.rdb.Set(ctx, c.Key(code), value, goneTTL).Err()
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, code := range codes {
+				p.Set(ctx, c.Key(code), value, goneTTL)
+			}
+			return nil
+		})
 		if err == nil || time.Now().Add(wait).After(deadline) {
 			return c.note(ctx, err)
 		}

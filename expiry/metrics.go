@@ -15,6 +15,7 @@ type metrics struct {
 	failures                                     *prometheus.CounterVec
 	claimSeconds, finishSeconds                  prometheus.Histogram
 	backlog, backlogAge, inProgress, outboxDepth prometheus.Gauge
+	outboxAge                                    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
@@ -46,10 +47,11 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		backlogAge:    gauge("backlog_oldest_age_seconds", "How long ago the oldest uncleaned paste expired."),
 		inProgress:    gauge("in_progress", "Pastes claimed and not finished."),
 		outboxDepth:   gauge("outbox", "Blobs waiting in the outbox for deletion."),
+		outboxAge:     gauge("outbox_oldest_age_seconds", "How long the oldest blob in the outbox has waited for deletion."),
 	}
 	reg.MustRegister(m.runs, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.failures, m.claimSeconds, m.finishSeconds,
-		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth)
+		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge)
 	return m
 }
 
@@ -85,4 +87,9 @@ func (x *Expirer) refreshBacklog(ctx context.Context) {
 		age = time.Since(b.Oldest).Seconds()
 	}
 	x.metrics.backlogAge.Set(age)
+	outboxAge := 0.0
+	if !b.OutboxOldest.IsZero() {
+		outboxAge = time.Since(b.OutboxOldest).Seconds()
+	}
+	x.metrics.outboxAge.Set(outboxAge)
 }

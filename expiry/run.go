@@ -55,9 +55,10 @@ func (r *run) snapshot() (store.RunCounts, string) {
 }
 
 // Start begins a cleanup run in the background and returns its id at once. If a run is already in
-// progress in this process, it returns that run's id instead of starting a second.
-func (x *Expirer) Start(trigger string) (int64, error) {
-	r, started, err := x.begin(trigger)
+// progress in this process, it returns that run's id instead of starting a second. An admin's
+// request (audit not nil) is recorded in the audit log, with the run it started or joined.
+func (x *Expirer) Start(trigger string, audit *store.AuditRecord) (int64, error) {
+	r, started, err := x.begin(trigger, audit)
 	if err != nil || !started {
 		return idOf(r), err
 	}
@@ -72,7 +73,7 @@ func (x *Expirer) Start(trigger string) (int64, error) {
 // claiming and finishing batches until a claim comes back empty, then the outbox drained and the
 // tombstones purged. progress, if not nil, is called with the counters as the run goes.
 func (x *Expirer) RunOnce(ctx context.Context, trigger string, progress ...func(store.RunCounts)) (store.Run, error) {
-	r, started, err := x.begin(trigger)
+	r, started, err := x.begin(trigger, nil)
 	if err != nil {
 		return store.Run{}, err
 	}
@@ -96,16 +97,19 @@ func idOf(r *run) int64 {
 }
 
 // begin records a new run, or returns the one in progress (started false).
-func (x *Expirer) begin(trigger string) (*run, bool, error) {
+func (x *Expirer) begin(trigger string, audit *store.AuditRecord) (*run, bool, error) {
 	if x.cfg.Workers == 0 {
 		return nil, false, ErrDisabled
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.current != nil {
+		if audit != nil {
+			return x.current, false, x.store.RecordJoinedRun(context.Background(), *audit, x.current.id)
+		}
 		return x.current, false, nil
 	}
-	id, err := x.store.StartRun(context.Background(), trigger, x.cfg.Host, x.cfg.Workers)
+	id, err := x.store.StartRun(context.Background(), trigger, x.cfg.Host, x.cfg.Workers, audit)
 	if err != nil {
 		return nil, false, err
 	}

@@ -55,7 +55,7 @@ type NewPaste struct {
 
 // GoneError says why a paste is no longer served. It matches ErrGone.
 type GoneError struct {
-	Reason string // ReasonOwner, ReasonBurned or ReasonExpired
+	Reason string // ReasonOwner, ReasonBurned, ReasonExpired, ReasonTakedown or ReasonLegal
 }
 
 func (e *GoneError) Error() string        { return "paste " + e.Reason }
@@ -102,13 +102,17 @@ func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey str
 }
 
 // createPaste runs takeContent and the paste insert in one transaction, so a reference is counted
-// exactly when the paste that holds it exists.
+// exactly when the paste that holds it exists. Blocked content is refused first (ErrBlocked), so
+// such a create writes nothing.
 func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (string, error)) (Paste, error) {
 	created := Paste{
 		ContentHash: p.ContentHash, Size: p.Size, Title: p.Title, Language: p.Language,
 		Filename: p.Filename, BurnAfterRead: p.BurnAfterRead, ExpiresAt: p.ExpiresAt,
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := guardBlocked(ctx, tx, p.ContentHash); err != nil {
+			return err
+		}
 		key, err := takeContent(tx)
 		if err != nil {
 			return err
@@ -263,28 +267,45 @@ func (s *Store) BurnPaste(ctx context.Context, code string) (Released, error) {
 func (s *Store) DeletePaste(ctx context.Context, code, token string) (Released, error) {
 	var rel Released
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var (
-			owner  []byte
-			status string
-			hash   []byte
-		)
-		err := tx.QueryRow(ctx,
-			`SELECT owner_token_hash, status, content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`,
-			code).Scan(&owner, &status, &hash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		if subtle.ConstantTimeCompare(owner, HashToken(token)) != 1 {
-			return ErrForbidden
-		}
-		if status != StatusLive {
+		var err error
+		_, rel, err = removeLive(ctx, tx, code, ReasonOwner, func(owner []byte) error {
+			if subtle.ConstantTimeCompare(owner, HashToken(token)) != 1 {
+				return ErrForbidden
+			}
 			return nil
-		}
-		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, ReasonOwner, 0)
+		})
 		return err
 	})
 	return rel, err
+}
+
+// removeLive is the one way a person removes a paste: its owner's delete and an operator's
+// takedown. It locks the paste's row; allowed, unless nil, decides from the owner token's hash
+// whether the caller may. A live paste is tombstoned with reason and releases its content; any
+// other (a tombstone, or a paste cleanup claimed) is left as it is. It returns the paste's content
+// hash, nil for a tombstone.
+func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed func(owner []byte) error) ([]byte, Released, error) {
+	var (
+		owner, hash []byte
+		status      string
+	)
+	err := tx.QueryRow(ctx,
+		`SELECT owner_token_hash, status, content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`,
+		code).Scan(&owner, &status, &hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, Released{}, ErrNotFound
+	}
+	if err != nil {
+		return nil, Released{}, err
+	}
+	if allowed != nil {
+		if err := allowed(owner); err != nil {
+			return nil, Released{}, err
+		}
+	}
+	if status != StatusLive {
+		return hash, Released{}, nil
+	}
+	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, reason, 0)
+	return hash, rel, err
 }

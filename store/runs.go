@@ -41,11 +41,18 @@ type RunCounts struct {
 // its process died.
 const abandonedAfter = 2 * time.Minute
 
-// StartRun records a new running run and returns its id.
-func (s *Store) StartRun(ctx context.Context, trigger, host string, workers int) (int64, error) {
+// StartRun records a new running run and returns its id. An admin's request for it, when audit is
+// not nil, is recorded in the same transaction, with the run's id.
+func (s *Store) StartRun(ctx context.Context, trigger, host string, workers int, audit *AuditRecord) (int64, error) {
 	var id int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO cleanup_runs (trigger, host, workers) VALUES ($1, $2, $3) RETURNING id`,
-		trigger, host, workers).Scan(&id)
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `INSERT INTO cleanup_runs (trigger, host, workers) VALUES ($1, $2, $3) RETURNING id`,
+			trigger, host, workers).Scan(&id)
+		if err != nil || audit == nil {
+			return err
+		}
+		return record(ctx, tx, audit.withRun(id, false))
+	})
 	if err != nil {
 		return 0, fmt.Errorf("start run: %w", err)
 	}
