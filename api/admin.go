@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -11,21 +12,34 @@ import (
 	"pastebin/store"
 )
 
-// CleanupRunner starts cleanup runs; the expiry package's Expirer is one.
+// CleanupRunner starts cleanup runs; the expiry package's Expirer is one. An admin's request
+// (audit not nil) is recorded with the run it started or joined.
 type CleanupRunner interface {
-	Start(trigger string) (int64, error)
+	Start(trigger string, audit *store.AuditRecord) (int64, error)
 	Workers() int
 }
 
-// adminRoutes serves /admin: operators trigger and watch cleanup. Without a configured admin token
-// every route answers that the admin API is disabled.
+// adminRoutes serves /admin: the JSON admin API, where operators trigger and watch cleanup, take
+// pastes down and block content with the admin token as a bearer token, and the console, the same
+// in a browser. Without a configured admin token every route answers that the admin API is off.
 func adminRoutes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(requireAdmin(cfg.AdminTokenHash))
-	r.Method(http.MethodPost, "/cleanup", handleCleanupStart(ps, deps.Cleanup))
-	r.Method(http.MethodGet, "/cleanup/runs", handleCleanupRuns(ps))
-	r.Method(http.MethodGet, "/cleanup/runs/{id}", handleCleanupRun(ps))
-	r.Method(http.MethodGet, "/cleanup/backlog", handleCleanupBacklog(ps))
+	bearer := requireAdmin(cfg.AdminTokenHash)
+	by := store.TokenActor(cfg.AdminTokenHash, store.ViaAPI)
+	r.Group(func(api chi.Router) {
+		api.Use(bearer)
+		api.Method(http.MethodPost, "/cleanup", handleCleanupStart(ps, deps.Cleanup, by))
+		api.Method(http.MethodGet, "/cleanup/runs", handleCleanupRuns(ps))
+		api.Method(http.MethodGet, "/cleanup/runs/{id}", handleCleanupRun(ps))
+		api.Method(http.MethodGet, "/cleanup/backlog", handleCleanupBacklog(ps))
+		api.Method(http.MethodDelete, "/pastes/{code}", handleAdminTakedown(ps, by))
+		api.Method(http.MethodDelete, "/blocked/{hash}", handleAdminUnblock(ps, by))
+	})
+	c := newConsole(cfg, deps, ps)
+	r.Method(http.MethodGet, "/blocked", either(forConsole, c.signedIn(c.handleBlockedPage()), bearer(handleAdminBlockedList(ps))))
+	r.Method(http.MethodPost, "/blocked", either(forConsole, c.signedIn(c.handleBlock()), bearer(handleAdminBlock(ps, by))))
+	r.Method(http.MethodGet, "/audit", either(forConsole, c.signedIn(c.handleAuditPage()), bearer(handleAdminAudit(ps))))
+	c.routes(r)
 	return r
 }
 
@@ -50,25 +64,29 @@ func requireAdmin(tokenHash []byte) func(http.Handler) http.Handler {
 
 // handleCleanupStart handles POST /admin/cleanup: a run starts now, in the background, and the answer
 // is its id. While a run is in progress in this process the answer is that run.
-func handleCleanupStart(ps *pasteService, cleanup CleanupRunner) http.Handler {
+func handleCleanupStart(ps *pasteService, cleanup CleanupRunner, by store.Actor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cleanup == nil || cleanup.Workers() == 0 {
 			writeProblem(w, r, errCleanupDisabled.withDetail("This process runs no cleanup workers (PASTEBIN_CLEANUP_WORKERS=0)."))
 			return
 		}
-		id, err := cleanup.Start("admin")
+		run, err := startCleanup(r.Context(), ps, cleanup, by)
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
-		run, err := ps.store.Run(r.Context(), id)
-		if err != nil {
-			ps.writeError(w, r, err)
-			return
-		}
-		w.Header().Set("Location", "/admin/cleanup/runs/"+strconv.FormatInt(id, 10))
+		w.Header().Set("Location", "/admin/cleanup/runs/"+strconv.FormatInt(run.ID, 10))
 		writeJSON(w, http.StatusAccepted, run)
 	})
+}
+
+// startCleanup starts a run for an operator, recorded in the audit log, and returns its report so far.
+func startCleanup(ctx context.Context, ps *pasteService, cleanup CleanupRunner, by store.Actor) (store.Run, error) {
+	id, err := cleanup.Start("admin", &store.AuditRecord{Actor: by, Action: store.ActionCleanup})
+	if err != nil {
+		return store.Run{}, err
+	}
+	return ps.store.Run(ctx, id)
 }
 
 // handleCleanupRuns handles GET /admin/cleanup/runs: the latest runs of every replica, newest first.

@@ -91,7 +91,11 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 	case errors.As(err, &p):
 		return p
 	case errors.As(err, &gone):
-		return errGone.withDetail(goneDetail(gone.Reason))
+		return goneProblem(gone.Reason)
+	case errors.Is(err, store.ErrBlocked):
+		return blockedProblem
+	case errors.Is(err, store.ErrContentUnknown):
+		return contentUnknownProblem
 	case errors.Is(err, store.ErrGone):
 		return errGone.withDetail("This paste has expired or was deleted.")
 	case errors.Is(err, store.ErrNotFound):
@@ -164,7 +168,7 @@ func routePattern(r *http.Request) string {
 
 // handleProblemTypes lists every problem type: the documentation its type URIs point at.
 func handleProblemTypes() http.Handler {
-	sorted := append([]*problem(nil), problems...)
+	sorted := append(append([]*problem(nil), problems...), adminProblems...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "name")

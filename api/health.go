@@ -24,27 +24,9 @@ type readiness struct {
 // the answer is 503. Without Redis the service is slower but correct, so it stays ready (200,
 // "degraded"): taking every replica out of the load balancer for a cache outage would be worse.
 func handleReadyz(deps Deps) http.Handler {
-	pings := map[string]func(context.Context) error{
-		"postgres": deps.Store.Ping, "redis": deps.Cache.Ping, "s3": deps.Bucket.Ping,
-	}
+	pings := readinessChecks(deps)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		res := readiness{Status: "ok", Checks: map[string]string{}}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for name, ping := range pings {
-			wg.Go(func() {
-				msg := "ok"
-				if err := ping(ctx); err != nil {
-					msg = err.Error()
-				}
-				mu.Lock()
-				res.Checks[name] = msg
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+		res := readiness{Status: "ok", Checks: checkReadiness(r.Context(), pings)}
 		status := http.StatusOK
 		if res.Checks["redis"] != "ok" {
 			res.Status = "degraded"
@@ -55,6 +37,35 @@ func handleReadyz(deps Deps) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, status, res)
 	})
+}
+
+// readinessChecks are the services a replica needs, by name, and how to reach each.
+func readinessChecks(deps Deps) map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{
+		"postgres": deps.Store.Ping, "redis": deps.Cache.Ping, "s3": deps.Bucket.Ping,
+	}
+}
+
+// checkReadiness pings every service at once: "ok" or the error, by name.
+func checkReadiness(ctx context.Context, pings map[string]func(context.Context) error) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	checks := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, ping := range pings {
+		wg.Go(func() {
+			msg := "ok"
+			if err := ping(ctx); err != nil {
+				msg = err.Error()
+			}
+			mu.Lock()
+			checks[name] = msg
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return checks
 }
 
 // handleOpenAPI serves the HTTP contract.

@@ -101,6 +101,10 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 		d.Hint = "Check the link: paste addresses are case-sensitive. Or create a new paste."
 	case p.status == http.StatusGone:
 		d.Heading, d.Hint = "This paste is gone", "Its content is no longer stored here and cannot be brought back."
+	case p.name == errLegalTakedown.name:
+		d.Heading, d.Hint = "This paste is unavailable", "It was removed for legal reasons and cannot be brought back."
+	case p.name == errContentBlocked.name:
+		d.Hint = "The operators of this service do not accept this content; nothing was stored."
 	case p.status == http.StatusTooManyRequests:
 		d.Heading, d.Hint = "Slow down", "Wait a little, then try again."
 	case p.status >= 500:

@@ -1,0 +1,70 @@
+// pastebin console: a run's page follows the run while it goes. The page works without this
+// script (it reloads itself while the run goes); with it, only the counters change, once a second.
+"use strict";
+
+(function () {
+  function announce(message) {
+    const region = document.getElementById("announce");
+    if (region) region.textContent = message;
+  }
+
+  function duration(seconds) {
+    if (seconds < 60) return (Math.round(seconds * 10) / 10) + "s";
+    const m = Math.floor(seconds / 60);
+    return m + "m" + (Math.round((seconds - 60 * m) * 10) / 10) + "s";
+  }
+
+  function rate(n, seconds) {
+    return seconds > 0 ? Math.round(n / seconds) + " pastes/s" : "–";
+  }
+
+  // show writes a run's report into the page's data-field elements.
+  function show(section, run) {
+    const values = Object.assign({}, run, {
+      duration: duration(run.duration_seconds),
+      rate: rate(run.tombstoned, run.duration_seconds),
+    });
+    for (const el of section.querySelectorAll("[data-field]")) {
+      const v = values[el.dataset.field];
+      if (v === undefined || v === null) continue;
+      el.textContent = String(v);
+      if (el.dataset.field === "status") el.className = "status status-" + v;
+      if (el.dataset.field === "last_error") el.hidden = v === "";
+    }
+  }
+
+  async function follow(section) {
+    const url = section.dataset.live;
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      let run;
+      try {
+        const resp = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" });
+        if (resp.status === 401) { location.reload(); return; }
+        if (!resp.ok) continue;
+        run = await resp.json();
+      } catch (e) {
+        continue; // the server is restarting, or the network hiccuped: try again
+      }
+      show(section, run);
+      if (run.status !== "running") {
+        section.removeAttribute("data-live");
+        const note = document.getElementById("live-note");
+        if (note) note.textContent = "This run is over.";
+        announce("Run " + run.id + " " + run.status + ".");
+        return;
+      }
+    }
+  }
+
+  function start() {
+    const section = document.querySelector("#run[data-live]");
+    if (section) follow(section);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
