@@ -48,11 +48,7 @@ func (ps *pasteService) block(ctx context.Context, b store.Block, by store.Actor
 }
 
 func (ps *pasteService) releasedAll(ctx context.Context, rel store.Released, legal bool) {
-	reason := store.ReasonTakedown
-	if legal {
-		reason = store.ReasonLegal
-	}
-	if err := ps.cache.MarkAllGone(context.WithoutCancel(ctx), rel.Codes, reason); err != nil {
+	if err := ps.cache.MarkAllGone(context.WithoutCancel(ctx), rel.Codes, store.TakedownReason(legal)); err != nil {
 		ps.logger.ErrorContext(ctx, "cache not invalidated after a takedown", "pastes", len(rel.Codes), "err", err)
 	}
 	if len(rel.BlobKeys) > 0 && ps.freed != nil {

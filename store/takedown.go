@@ -24,8 +24,8 @@ var (
 	ErrContentUnknown = errors.New("the paste is gone and its content is no longer known")
 )
 
-// takedownReason is the tombstone reason of an operator's removal.
-func takedownReason(legal bool) string {
+// TakedownReason is the tombstone reason of an operator's removal.
+func TakedownReason(legal bool) string {
 	if legal {
 		return ReasonLegal
 	}
@@ -59,7 +59,7 @@ func (s *Store) TakeDown(ctx context.Context, t Takedown, by Actor) (TakedownRes
 		if t.Block {
 			res, err = takeDownAndBlock(ctx, tx, t, by)
 		} else {
-			res.ContentHash, res.Released, err = removeLive(ctx, tx, t.Code, takedownReason(t.Legal), nil)
+			res.ContentHash, res.Released, err = removeLive(ctx, tx, t.Code, TakedownReason(t.Legal), nil)
 			res.TakenDown = len(res.Codes) > 0
 		}
 		if err != nil {
@@ -180,7 +180,7 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	for i := range hashes {
 		hashes[i] = b.ContentHash
 	}
-	res.Released, err = tombstone(ctx, tx, codes, hashes, StatusLive, takedownReason(b.Legal), 0)
+	res.Released, err = tombstone(ctx, tx, codes, hashes, StatusLive, TakedownReason(b.Legal), 0)
 	return res, err
 }
 

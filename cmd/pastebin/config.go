@@ -39,10 +39,11 @@ func newFlagSet(name, summary string, out io.Writer) *flag.FlagSet {
 }
 
 // commandLineOnly reports whether a flag says what one command does rather than how the service is
-// set up: a PASTEBIN_REPAIR left in an environment must not turn every fsck into a repair.
+// set up: a PASTEBIN_REPAIR left in an environment must not turn every fsck into a repair, nor a
+// PASTEBIN_BLOCK every takedown into a block.
 func commandLineOnly(flagName string) bool {
 	switch flagName {
-	case "repair", "dry-run", "json":
+	case "repair", "dry-run", "json", "reason", "legal", "block", "take-down", "code":
 		return true
 	}
 	return false

@@ -106,7 +106,20 @@ func (s *services) close() {
 
 // open connects to PostgreSQL, Redis and S3, starting the embedded S3 server when no endpoint is set.
 // Redis is not contacted here: the service runs, slower, while it is down.
-func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (_ *services, err error) {
+func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (*services, error) {
+	svc, err := c.openWithoutS3(ctx, logger)
+	if err != nil {
+		return nil, err
+	}
+	if svc.bucket, err = c.openBucket(ctx, svc, logger); err != nil {
+		svc.close()
+		return nil, err
+	}
+	return svc, nil
+}
+
+// openWithoutS3 connects to PostgreSQL and Redis alone, for commands that never touch a blob.
+func (c *connConfig) openWithoutS3(ctx context.Context, logger *slog.Logger) (_ *services, err error) {
 	svc := &services{}
 	defer func() {
 		if err != nil {
@@ -126,9 +139,6 @@ func (c *connConfig) open(ctx context.Context, logger *slog.Logger) (_ *services
 	}
 	// go-redis keeps its logger in a package variable; this process has one logger, so set it here.
 	redis.SetLogger(redisLogger{logger})
-	if svc.bucket, err = c.openBucket(ctx, svc, logger); err != nil {
-		return nil, err
-	}
 	return svc, nil
 }
 

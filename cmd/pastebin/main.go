@@ -1,5 +1,5 @@
 // Command pastebin serves the pastebin HTTP API with its embedded expiry workers, and runs the
-// operator commands: migrate, cleanup, fsck.
+// operator commands: migrate, cleanup, fsck, takedown, block, unblock.
 package main
 
 import (
@@ -27,6 +27,9 @@ commands:
   sweep     delete orphan blobs older than the grace period and report them
   fsck      check invariants 1-3 (ref counts, blobs, orphans, outbox) on a live deployment;
             exits non-zero on a problem (--repair: fix ref counts, queue orphans; --json)
+  takedown  take a paste down: takedown CODE --reason WHY [--legal] [--block]
+  block     block content: block (HASH | --code CODE) --reason WHY [--legal] [--take-down]
+  unblock   let blocked content be stored again: unblock HASH [--reason WHY]
 
 Run 'pastebin <command> -h' for the flags of a command.
 `
@@ -50,6 +53,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		err = runSweep(ctx, rest, getenv, stdout)
 	case "fsck":
 		err = runFsck(ctx, rest, getenv, stdout)
+	case "takedown":
+		err = runTakedown(ctx, rest, getenv, stdout)
+	case "block":
+		err = runBlock(ctx, rest, getenv, stdout)
+	case "unblock":
+		err = runUnblock(ctx, rest, getenv, stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
