@@ -24,6 +24,7 @@ run: build
 
 test: lint
 	scripts/ensure-chromium.sh
+	scripts/ensure-promtool.sh
 	scripts/with-services.sh test $(GO) test -count=1 -timeout 20m $(PKGS)
 	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
 

@@ -26,8 +26,9 @@ type pasteService struct {
 	cfg    Config
 	now    func() time.Time
 	freed  func() // tells the blob deleter that keys wait in the outbox; may be nil
-	web    *webUI // the browser pages, which errors are shown as when a browser asks
-	limits *limits
+	web     *webUI // the browser pages, which errors are shown as when a browser asks
+	limits  *limits
+	lookups cacheLookups
 }
 
 // createInput is a decoded create request, whichever way it came in.
@@ -170,6 +171,7 @@ func (ps *pasteService) find(ctx context.Context, code string) (found, error) {
 		return found{}, store.ErrNotFound
 	}
 	l := ps.cache.Get(ctx, code, ps.now())
+	ps.lookups.record(l.Result)
 	switch l.Result {
 	case cache.Gone:
 		return found{}, &store.GoneError{Reason: l.Reason}

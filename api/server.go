@@ -56,7 +56,7 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	deps.Logger = slog.New(LogHandler(deps.Logger.Handler())) // every line of a request names it
 	ps := &pasteService{
 		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
-		cfg: cfg, now: now, freed: deps.BlobsFreed,
+		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry),
 	}
 	ps.web = newWebUI(ps)
 	ps.limits = newLimits(cfg, deps, ps)

@@ -9,13 +9,14 @@ import (
 
 // metrics are the cleanup subsystem's Prometheus metrics.
 type metrics struct {
-	runs, batches, claimed, tombstoned, freed    prometheus.Counter
-	blobsDeleted, blobsFailed, reset, orphans    prometheus.Counter
-	unlocked                                     prometheus.Counter
-	failures                                     *prometheus.CounterVec
-	claimSeconds, finishSeconds                  prometheus.Histogram
-	backlog, backlogAge, inProgress, outboxDepth prometheus.Gauge
-	outboxAge                                    prometheus.Gauge
+	runs, runsFailed, batches, claimed, tombstoned prometheus.Counter
+	freed                                          prometheus.Counter
+	blobsDeleted, blobsFailed, reset, orphans      prometheus.Counter
+	unlocked                                       prometheus.Counter
+	failures                                       *prometheus.CounterVec
+	claimSeconds, finishSeconds                    prometheus.Histogram
+	backlog, backlogAge, inProgress, outboxDepth   prometheus.Gauge
+	outboxAge                                      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
@@ -31,6 +32,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 	}
 	m := &metrics{
 		runs:          counter("runs_total", "Cleanup runs finished."),
+		runsFailed:    counter("runs_failed_total", "Cleanup runs that finished with an error."),
 		batches:       counter("batches_total", "Batches committed."),
 		claimed:       counter("claimed_total", "Expired pastes claimed."),
 		tombstoned:    counter("tombstoned_total", "Expired pastes turned into tombstones."),
@@ -49,7 +51,12 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		outboxDepth:   gauge("outbox", "Blobs waiting in the outbox for deletion."),
 		outboxAge:     gauge("outbox_oldest_age_seconds", "How long the oldest blob in the outbox has waited for deletion."),
 	}
-	reg.MustRegister(m.runs, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
+	// Every stage's series from the start: an alert on increase() misses the first failure of a
+	// series that appears at 1. "constraint": a batch the database refused (a wrong ref_count).
+	for _, stage := range []string{"claim", "finish", "constraint", "redis", "s3", "outbox", "watchdog", "purge", "sweep"} {
+		m.failures.WithLabelValues(stage)
+	}
+	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.failures, m.claimSeconds, m.finishSeconds,
 		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge)
 	return m

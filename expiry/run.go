@@ -144,6 +144,9 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunCo
 		progress(counts)
 	}
 	x.metrics.runs.Inc()
+	if lastErr != "" {
+		x.metrics.runsFailed.Inc()
+	}
 	x.logger.InfoContext(ctx, "cleanup run finished", "run", r.id, "duration", time.Since(start).String(),
 		"claimed", counts.Claimed, "tombstoned", counts.Tombstoned, "content_freed", counts.ContentFreed,
 		"blobs_deleted", counts.BlobsDeleted, "batches", counts.Batches, "errors", counts.Errors)
