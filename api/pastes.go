@@ -19,13 +19,13 @@ import (
 // pasteService runs the create, read and delete flows of DESIGN.md over the store, the bucket and
 // the cache. Handlers decode and encode; the flows and their ordering live here.
 type pasteService struct {
-	store  *store.Store
-	bucket *blob.Bucket
-	cache  *cache.Cache
-	logger *slog.Logger
-	cfg    Config
-	now    func() time.Time
-	freed  func() // tells the blob deleter that keys wait in the outbox; may be nil
+	store   *store.Store
+	bucket  *blob.Bucket
+	cache   *cache.Cache
+	logger  *slog.Logger
+	cfg     Config
+	now     func() time.Time
+	freed   func() // tells the blob deleter that keys wait in the outbox; may be nil
 	web     *webUI // the browser pages, which errors are shown as when a browser asks
 	limits  *limits
 	lookups cacheLookups
