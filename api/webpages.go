@@ -104,7 +104,7 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 	case p.name == errLegalTakedown.name:
 		d.Heading, d.Hint = "This paste is unavailable", "It was removed for legal reasons and cannot be brought back."
 	case p.name == errContentBlocked.name:
-		d.Hint = "The operators of this service do not accept this content; nothing was stored."
+		d.Hint = "If you think this is a mistake, tell the operators of this service."
 	case p.status == http.StatusTooManyRequests:
 		d.Heading, d.Hint = "Slow down", "Wait a little, then try again."
 	case p.status >= 500:

@@ -28,7 +28,7 @@
       const v = values[el.dataset.field];
       if (v === undefined || v === null) continue;
       el.textContent = String(v);
-      if (el.dataset.field === "status") el.className = "status status-" + v;
+      if (el.dataset.field === "status") el.className = "badge badge-" + v;
       if (el.dataset.field === "last_error") el.hidden = v === "";
     }
   }
