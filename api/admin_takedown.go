@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -21,7 +22,8 @@ const maxAdminBody = 16 << 10
 const maxReason = 1000
 
 // takeDown runs an operator's takedown and what must follow its commit: every paste it took down
-// is marked gone in the cache before the answer (invariant 5), and the blob deleter is told.
+// is marked gone in the cache before the answer (invariant 5), and the blob deleter is told. A
+// retry marks the paste again, with the reason it has, as a retried owner delete does.
 func (ps *pasteService) takeDown(ctx context.Context, t store.Takedown, by store.Actor) (store.TakedownResult, error) {
 	if !store.ValidShortCode(t.Code) {
 		return store.TakedownResult{}, store.ErrNotFound
@@ -30,7 +32,12 @@ func (ps *pasteService) takeDown(ctx context.Context, t store.Takedown, by store
 	if err != nil {
 		return res, err
 	}
-	ps.releasedAll(ctx, res.Released, t.Legal)
+	if err := ps.releasedAll(ctx, res.Released, t.Legal); err != nil {
+		return res, err
+	}
+	if !res.TakenDown && (res.Reason == store.ReasonTakedown || res.Reason == store.ReasonLegal) {
+		return res, ps.markAllGone(ctx, []string{t.Code}, res.Reason)
+	}
 	return res, nil
 }
 
@@ -43,17 +50,26 @@ func (ps *pasteService) block(ctx context.Context, b store.Block, by store.Actor
 	if err != nil {
 		return res, err
 	}
-	ps.releasedAll(ctx, res.Released, b.Legal)
-	return res, nil
+	return res, ps.releasedAll(ctx, res.Released, b.Legal)
 }
 
-func (ps *pasteService) releasedAll(ctx context.Context, rel store.Released, legal bool) {
-	if err := ps.cache.MarkAllGone(context.WithoutCancel(ctx), rel.Codes, store.TakedownReason(legal)); err != nil {
-		ps.logger.ErrorContext(ctx, "cache not invalidated after a takedown", "pastes", len(rel.Codes), "err", err)
-	}
+// releasedAll is released for the pastes of a takedown.
+func (ps *pasteService) releasedAll(ctx context.Context, rel store.Released, legal bool) error {
 	if len(rel.BlobKeys) > 0 && ps.freed != nil {
 		ps.freed()
 	}
+	return ps.markAllGone(ctx, rel.Codes, store.TakedownReason(legal))
+}
+
+// markAllGone marks pastes gone in the cache. Unconfirmed, the takedown is answered 503, as an
+// owner's delete is: another replica may still serve a cached copy until the retry marks it.
+func (ps *pasteService) markAllGone(ctx context.Context, codes []string, reason string) error {
+	if err := ps.cache.MarkAllGone(context.WithoutCancel(ctx), codes, reason); err != nil {
+		ps.logger.WarnContext(ctx, "takedown committed, cache not told", "pastes", len(codes), "err", err)
+		return errDeleteUnconfirmed.withDetail("The paste is taken down, but not every server knows yet. " +
+			"Send the same request again shortly.").withRetryAfter(5 * time.Second)
+	}
+	return nil
 }
 
 // takedownRequest is the body of DELETE /admin/pastes/{code}; its fields may come as query

@@ -49,6 +49,10 @@ func TestTakedownAnswersReaders(t *testing.T) {
 	if r := e.do(e.request(http.MethodDelete, "/admin/pastes/"+legal.code, body, append(adminAuth, "Content-Type", "application/json")...)); r.StatusCode != http.StatusOK {
 		t.Fatalf("legal takedown: %d %s", r.StatusCode, r.body)
 	}
+	// The owner's delete, after the takedown, changes nothing, and readers still learn why it went.
+	if r := e.delete(legal.code, legal.token); r.StatusCode != http.StatusNoContent {
+		t.Errorf("the owner's delete of a paste taken down: %d", r.StatusCode)
+	}
 	for _, path := range []string{"/raw/", "/", "/api/v1/pastes/"} {
 		if r := e.get(path + spam.code); r.StatusCode != http.StatusGone || problemType(t, r) != "/problems/taken-down" {
 			t.Errorf("GET %s after a takedown: %d %s", path, r.StatusCode, r.body)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -235,7 +236,8 @@ func (ps *pasteService) delete(ctx context.Context, code, token string) error {
 	if err != nil {
 		return err
 	}
-	return ps.released(ctx, code, store.ReasonOwner, rel)
+	// A retry marks the paste with the reason it has (an operator's takedown stays one).
+	return ps.released(ctx, code, cmp.Or(rel.Reason, store.ReasonOwner), rel)
 }
 
 // released runs after a delete committed: the cache replaces the paste with a marker (invariant

@@ -288,10 +288,11 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed fun
 	var (
 		owner, hash []byte
 		status      string
+		was         *string
 	)
 	err := tx.QueryRow(ctx,
-		`SELECT owner_token_hash, status, content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`,
-		code).Scan(&owner, &status, &hash)
+		`SELECT owner_token_hash, status, content_hash, deleted_reason FROM pastes WHERE short_code = $1 FOR UPDATE`,
+		code).Scan(&owner, &status, &hash, &was)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, Released{}, ErrNotFound
 	}
@@ -303,9 +304,16 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed fun
 			return nil, Released{}, err
 		}
 	}
-	if status != StatusLive {
+	switch status {
+	case StatusDeleted:
+		if was == nil {
+			return nil, Released{}, nil
+		}
+		return nil, Released{Reason: *was}, nil
+	case StatusDeleting:
 		return hash, Released{}, nil
 	}
 	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, reason, 0)
+	rel.Reason = reason
 	return hash, rel, err
 }

@@ -14,6 +14,9 @@ type Released struct {
 	Codes        []string
 	FreedContent int
 	BlobKeys     []string
+	// Reason, set by the removal of one paste (removeLive), is why that paste is a tombstone: the
+	// reason this call gave it, or the one it had already; "" when cleanup holds it.
+	Reason string
 }
 
 // tombstone moves the pastes codes (whose content hashes are hashes, index for index) from status
