@@ -190,9 +190,9 @@ func (c *console) handleSignIn() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		next := safeNext(r.PostFormValue("next"))
-		if c.ps.limits.failures.exhausted(ctx) {
+		if retry, over := c.ps.limits.failures.exhausted(ctx); over {
 			c.ps.limits.refused.WithLabelValues("sign_in_failures").Inc()
-			p := rateLimited(c.ps.cfg.DeleteFailureRate, "wrong tokens")
+			p := rateLimited(c.ps.cfg.DeleteFailureRate, "wrong tokens", retry)
 			setRetryAfter(w.Header(), p.retryAfter)
 			c.renderSignIn(w, r, p.status, next, p.detail)
 			return

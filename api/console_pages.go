@@ -144,11 +144,11 @@ func summarize(runs []store.Run, since time.Time) recentCleanup {
 		rc.Tombstoned += r.Tombstoned
 		seconds += r.Duration
 	}
-	rc.Rate = rate(rc.Tombstoned, seconds)
+	rc.Rate = perSecond(rc.Tombstoned, seconds)
 	return rc
 }
 
-func rate(n int64, seconds float64) string {
+func perSecond(n int64, seconds float64) string {
 	if seconds <= 0 {
 		return "–"
 	}
@@ -167,7 +167,7 @@ func runViews(runs []store.Run) []runView {
 }
 
 // Rate is the run's pastes tombstoned per second so far.
-func (v runView) Rate() string { return rate(v.Tombstoned, v.Duration) }
+func (v runView) Rate() string { return perSecond(v.Tombstoned, v.Duration) }
 
 // Took is the run's duration so far, rounded for people.
 func (v runView) Took() string {
