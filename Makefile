@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test fuzz build lint bench bench-cleanup soak services-up services-down clean
+.PHONY: run test test-suites fuzz build lint bench bench-cleanup soak services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -25,8 +25,19 @@ run: build
 test: lint
 	scripts/ensure-chromium.sh
 	scripts/ensure-promtool.sh
-	scripts/with-services.sh test $(GO) test -count=1 -timeout 20m $(PKGS)
+	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites
 	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
+
+# The API tests that create, read, delete and burn pastes, run again through the pooler.
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun)$$
+
+# With the test services up (make test starts them): every package, then the database's paths again
+# through pgbouncer in transaction pooling mode: the store and cleanup suites (claim, finish,
+# watchdog, fsck) whole, and the API's create, read, delete and burn.
+test-suites:
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+	PASTEBIN_TEST_VIA_POOLER=1 $(GO) test -count=1 -timeout 10m ./store/... ./expiry/...
+	PASTEBIN_TEST_VIA_POOLER=1 $(GO) test -count=1 -timeout 10m -run '$(POOLED_API_TESTS)' ./api
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

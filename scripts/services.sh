@@ -6,9 +6,12 @@
 #   scripts/services.sh <profile> down [name...]   stop the named services (default: all)
 #   scripts/services.sh <profile> env     print the environment that points the pastebin at them
 #   scripts/services.sh <profile> status
+#   scripts/services.sh <profile> tool <name>   print the path of a tool the tests run themselves
+#                                                (haproxy), installing it with apt-get if missing
 #
-# Profiles: run (make run), test (make test: also an S3 server and a three-master Redis Cluster),
-# bench (durable settings, big buffers).
+# Profiles: run (make run), test (make test: also an S3 server, a three-master Redis Cluster, and
+# pgbouncer in transaction pooling mode in front of the test PostgreSQL), bench (durable settings,
+# big buffers).
 #
 # Every port is above Linux's ephemeral range (32768-60999), so the machine's own outgoing connections
 # can never take one first. PASTEBIN_PORT_OFFSET (default 0) shifts them all, so that two checkouts on
@@ -16,14 +19,15 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-profile=${1:?usage: services.sh <run|test|bench> <up|down|env|status>}
-action=${2:?usage: services.sh <run|test|bench> <up|down|env|status>}
+profile=${1:?usage: services.sh <run|test|bench> <up|down|env|status|tool>}
+action=${2:?usage: services.sh <run|test|bench> <up|down|env|status|tool>}
 shift 2
 
 cluster_ports=""
+pgb_port=""
 case "$profile" in
   run)   pg_port=64320; redis_port=63790; s3_port="" ;;
-  test)  pg_port=64321; redis_port=63791; s3_port=64571; cluster_ports="63793 63794 63795" ;;
+  test)  pg_port=64321; redis_port=63791; s3_port=64571; cluster_ports="63793 63794 63795"; pgb_port=64323 ;;
   bench) pg_port=64322; redis_port=63792; s3_port=64572 ;;
   *) echo "services.sh: unknown profile $profile" >&2; exit 2 ;;
 esac
@@ -32,6 +36,7 @@ case "$offset" in ''|*[!0-9]*) echo "services.sh: PASTEBIN_PORT_OFFSET must be a
 pg_port=$((pg_port + offset)); redis_port=$((redis_port + offset))
 cluster_ports=$(for p in $cluster_ports; do echo $((p + offset)); done)
 [ -z "$s3_port" ] || s3_port=$((s3_port + offset))
+[ -z "$pgb_port" ] || pgb_port=$((pgb_port + offset))
 dir="$root/.pastebin/$profile"
 s3_key=pastebin-test
 s3_secret=pastebin-test-secret
@@ -134,6 +139,61 @@ redis_up() {
 redis_down() {
   redis_running || return 0
   local pid; pid=$(cat "$dir/redis/redis.pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+}
+
+# pgbouncer in transaction pooling mode, the way a large deployment runs it in front of PostgreSQL.
+# The fallback database "*" passes any database name through, so the tests' per-test databases are
+# reachable through it too. Like PostgreSQL, it runs as the postgres user when we are root.
+pgb_bin() {
+  [ -x /usr/sbin/pgbouncer ] || apt_install pgbouncer >/dev/null
+  echo /usr/sbin/pgbouncer
+}
+
+pgb_dir() { echo "$(dirname "$(pg_dir)")/pgbouncer"; }
+
+pgb_running() { [ -f "$(pgb_dir)/pgbouncer.pid" ] && kill -0 "$(cat "$(pgb_dir)/pgbouncer.pid")" 2>/dev/null; }
+
+pgb_up() {
+  [ -n "$pgb_port" ] || return 1
+  if pgb_running; then return 1; fi
+  local bin d; bin=$(pgb_bin); d=$(pgb_dir)
+  mkdir -p "$d"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$d"; fi
+  echo '"postgres" ""' >"$d/userlist.txt"
+  # server_idle_timeout is short because every test database is dropped soon after it is made.
+  cat >"$d/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$pg_port
+
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $pgb_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $d/userlist.txt
+admin_users = postgres
+pool_mode = transaction
+max_client_conn = 2000
+default_pool_size = 20
+server_idle_timeout = 10
+log_connections = 0
+log_disconnections = 0
+logfile = $d/pgbouncer.log
+pidfile = $d/pgbouncer.pid
+INI
+  as_pg "$bin" -d -q "$d/pgbouncer.ini" || { tail -n 20 "$d/pgbouncer.log" >&2; return 2; }
+  for _ in $(seq 100); do
+    "$(pg_bin)/psql" -h 127.0.0.1 -p "$pgb_port" -U postgres -d pastebin -tAc 'SELECT 1' >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  log "pgbouncer did not answer on port $pgb_port"; tail -n 20 "$d/pgbouncer.log" >&2; return 2
+}
+
+pgb_down() {
+  pgb_running || return 0
+  local pid; pid=$(cat "$(pgb_dir)/pgbouncer.pid")
   kill "$pid" 2>/dev/null || true
   for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
 }
@@ -247,12 +307,13 @@ s3_down() {
 services="postgres redis"
 [ -n "$s3_port" ] && services="$services s3"
 [ -n "$cluster_ports" ] && services="$services redis-cluster"
+[ -n "$pgb_port" ] && services="$services pgbouncer"
 
 start_one() {
   local rc=0
   case "$1" in
     postgres) pg_up || rc=$? ;; redis) redis_up || rc=$? ;; s3) s3_up || rc=$? ;;
-    redis-cluster) cluster_up || rc=$? ;;
+    redis-cluster) cluster_up || rc=$? ;; pgbouncer) pgb_up || rc=$? ;;
   esac
   case $rc in 0) echo "$1" ;; 1) ;; *) exit 1 ;; esac
 }
@@ -272,7 +333,9 @@ case "$action" in
   down)
     names=${*:-$services}
     for s in $names; do
-      case "$s" in postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; redis-cluster) cluster_down ;; esac
+      case "$s" in
+        postgres) pg_down ;; redis) redis_down ;; s3) s3_down ;; redis-cluster) cluster_down ;; pgbouncer) pgb_down ;;
+      esac
     done ;;
   env)
     echo "export PASTEBIN_DATABASE_URL='postgres://postgres@127.0.0.1:$pg_port/pastebin?sslmode=disable'"
@@ -285,13 +348,21 @@ case "$action" in
       # The soak runs S3 servers of its own, which it stops and starts again.
       echo "export PASTEBIN_TEST_VERSITYGW='$root/.pastebin/bin/versitygw-$versitygw_version'"
     fi
-    [ -z "$cluster_ports" ] || echo "export PASTEBIN_TEST_REDIS_CLUSTER_URL='$(cluster_url)'" ;;
+    [ -z "$cluster_ports" ] || echo "export PASTEBIN_TEST_REDIS_CLUSTER_URL='$(cluster_url)'"
+    # The same PostgreSQL through pgbouncer, in transaction pooling mode (tests, benchmarks, the soak).
+    [ -z "$pgb_port" ] || echo "export PASTEBIN_TEST_POOLER_URL='postgres://postgres@127.0.0.1:$pgb_port/pastebin?sslmode=disable'" ;;
   status)
     pg_running "$(pg_dir)" && echo "postgres: running on 127.0.0.1:$pg_port" || echo "postgres: stopped"
     redis_running && echo "redis: running on 127.0.0.1:$redis_port" || echo "redis: stopped"
     [ -n "$s3_port" ] && { s3_running && echo "s3: running on 127.0.0.1:$s3_port" || echo "s3: stopped"; }
     [ -n "$cluster_ports" ] && { cluster_running && echo "redis-cluster: running on 127.0.0.1:"$(echo $cluster_ports | tr ' ' ,) ||
       echo "redis-cluster: stopped"; }
+    [ -n "$pgb_port" ] && { pgb_running && echo "pgbouncer: running on 127.0.0.1:$pgb_port" || echo "pgbouncer: stopped"; }
     true ;;
+  tool)
+    case "${1:-}" in
+      haproxy) command -v haproxy >/dev/null || apt_install haproxy >/dev/null; command -v haproxy ;;
+      *) echo "services.sh: unknown tool ${1:-} (want haproxy)" >&2; exit 2 ;;
+    esac ;;
   *) echo "services.sh: unknown action $action" >&2; exit 2 ;;
 esac

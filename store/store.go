@@ -37,11 +37,40 @@ type Store struct {
 	logger *slog.Logger
 }
 
+// Option changes how Open connects.
+type Option func(*pgxpool.Config, string) error
+
+// BehindTransactionPooler says that url reaches PostgreSQL through a pooler in transaction mode
+// (pgbouncer's pool_mode=transaction), which may give each transaction another server connection.
+// A statement prepared on one of them would be unknown on the next, so every query then goes as one
+// round trip of the extended protocol with an unnamed statement (pgx's QueryExecModeExec), unless
+// the URL chose simple_protocol itself. The store keeps no other session state: the only settings it
+// changes are SET LOCAL, inside transactions. Migrations take a session lock and need a direct URL.
+func BehindTransactionPooler() Option {
+	return func(cfg *pgxpool.Config, url string) error {
+		mode := cfg.ConnConfig.DefaultQueryExecMode
+		if !strings.Contains(url, "default_query_exec_mode") {
+			mode = pgx.QueryExecModeExec
+		}
+		if mode != pgx.QueryExecModeExec && mode != pgx.QueryExecModeSimpleProtocol {
+			return fmt.Errorf("query exec mode %q keeps statements on one server connection: "+
+				"behind a transaction pooler use exec or simple_protocol", mode)
+		}
+		cfg.ConnConfig.DefaultQueryExecMode = mode
+		return nil
+	}
+}
+
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string, logger *slog.Logger) (*Store, error) {
+func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	for _, o := range opts {
+		if err := o(cfg, url); err != nil {
+			return nil, err
+		}
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgxpool's default (the CPU count, at least 4) starves pipelined cleanup workers, which hold

@@ -31,6 +31,47 @@ func AdminURL(t testing.TB) string {
 	return u
 }
 
+// PoolerURL is the URL of the test PostgreSQL through pgbouncer in transaction pooling mode, which
+// make test starts beside it; empty when it does not run.
+func PoolerURL() string { return os.Getenv("PASTEBIN_TEST_POOLER_URL") }
+
+// viaPooler reports whether this test run goes through the pooler: make test runs the store and
+// expiry suites a second time so, with PASTEBIN_TEST_VIA_POOLER set. Databases are still created
+// and dropped over a direct connection; everything the tests do on them goes through the pooler.
+func viaPooler(t testing.TB) bool {
+	t.Helper()
+	if os.Getenv("PASTEBIN_TEST_VIA_POOLER") == "" {
+		return false
+	}
+	if PoolerURL() == "" {
+		t.Fatal("PASTEBIN_TEST_VIA_POOLER is set but PASTEBIN_TEST_POOLER_URL is not: run the tests with `make test`")
+	}
+	return true
+}
+
+// Pooled returns the URL of the database of dbURL through the pooler, set up as the service is
+// behind a transaction pooler (store.BehindTransactionPooler): no prepared statement outlives its
+// round trip. The test is skipped when no pooler runs.
+func Pooled(t testing.TB, dbURL string) string {
+	t.Helper()
+	if PoolerURL() == "" {
+		t.Skip("no pooler: PASTEBIN_TEST_POOLER_URL is not set (make test and make bench start pgbouncer)")
+	}
+	direct, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(PoolerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = direct.Path
+	q := direct.Query()
+	q.Set("default_query_exec_mode", "exec")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // New returns a store on a fresh, migrated database of its own.
 func New(t testing.TB, logger *slog.Logger) *store.Store {
 	t.Helper()
@@ -43,8 +84,20 @@ func New(t testing.TB, logger *slog.Logger) *store.Store {
 	return s
 }
 
-// NewDatabase creates a fresh, migrated database and returns its URL.
+// NewDatabase creates a fresh, migrated database and returns its URL: through the pooler when the
+// run goes through it (PASTEBIN_TEST_VIA_POOLER), else direct.
 func NewDatabase(t testing.TB) string {
+	t.Helper()
+	u := NewDirectDatabase(t)
+	if viaPooler(t) {
+		return Pooled(t, u)
+	}
+	return u
+}
+
+// NewDirectDatabase creates a fresh, migrated database and returns its direct URL, for what needs
+// a session of its own whatever the run goes through (migrations, session locks).
+func NewDirectDatabase(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
 	admin := AdminURL(t)
