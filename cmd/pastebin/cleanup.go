@@ -88,7 +88,7 @@ func printDryRun(ctx context.Context, conn *connConfig, stdout io.Writer, asJSON
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, conn.databaseURL, logger)
+	st, err := conn.openStore(ctx, logger)
 	if err != nil {
 		return err
 	}

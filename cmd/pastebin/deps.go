@@ -22,6 +22,8 @@ import (
 // connConfig says where PostgreSQL, Redis and S3 are; every command that touches data shares it.
 type connConfig struct {
 	databaseURL   string
+	migrateURL    string // direct URL for migrations; empty: databaseURL
+	pooler        string // what databaseURL goes through: "" (PostgreSQL itself) or "transaction"
 	redisURL      string
 	redisPrefix   string
 	s3            blob.Config
@@ -47,6 +49,8 @@ func (c *connConfig) register(fs *flag.FlagSet) {
 // registerDatabase adds the flags of the database connection and of logging alone.
 func (c *connConfig) registerDatabase(fs *flag.FlagSet) {
 	fs.StringVar(&c.databaseURL, "database-url", "postgres://postgres@127.0.0.1:5432/pastebin?sslmode=disable", "PostgreSQL connection URL")
+	fs.StringVar(&c.pooler, "database-pooler", "", `"transaction" when -database-url goes through a pooler in transaction mode (pgbouncer); empty when it reaches PostgreSQL or a pooler in session mode`)
+	fs.StringVar(&c.migrateURL, "migrate-database-url", "", "direct PostgreSQL URL for migrations, whose lock needs a session of its own; empty: -database-url")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log format: json, text, or auto (text on a terminal)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 }
@@ -82,6 +86,30 @@ type redisLogger struct{ logger *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.logger.DebugContext(ctx, "redis client", "message", fmt.Sprintf(format, v...))
+}
+
+// openStore connects to the database the way -database-pooler says it is reached.
+func (c *connConfig) openStore(ctx context.Context, logger *slog.Logger) (*store.Store, error) {
+	switch c.pooler {
+	case "":
+		return store.Open(ctx, c.databaseURL, logger)
+	case "transaction":
+		return store.Open(ctx, c.databaseURL, logger, store.BehindTransactionPooler())
+	}
+	return nil, fmt.Errorf("database pooler %q: want transaction, or empty", c.pooler)
+}
+
+// openMigrator connects to the database for migrations: goose holds a session-level advisory lock
+// for the whole run (so replicas starting together migrate once), which a pooler in transaction
+// mode would take on one server connection and try to release on another.
+func (c *connConfig) openMigrator(ctx context.Context, logger *slog.Logger) (*store.Store, error) {
+	if c.migrateURL != "" {
+		return store.Open(ctx, c.migrateURL, logger)
+	}
+	if c.pooler == "transaction" {
+		return nil, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL")
+	}
+	return c.openStore(ctx, logger)
 }
 
 // services are the connections a command works with. close releases all of them.
@@ -126,7 +154,7 @@ func (c *connConfig) openWithoutS3(ctx context.Context, logger *slog.Logger) (_ 
 			svc.close()
 		}
 	}()
-	if svc.store, err = store.Open(ctx, c.databaseURL, logger); err != nil {
+	if svc.store, err = c.openStore(ctx, logger); err != nil {
 		return nil, err
 	}
 	// Short timeouts: a cache that does not answer quickly is worth less than no cache.

@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-
-	"pastebin/store"
+	"log/slog"
 )
 
 // runMigrate applies (up, the default), rolls back (down) or lists (status) migrations.
@@ -20,7 +19,7 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, conn.databaseURL, logger)
+	st, err := conn.openMigrator(ctx, logger)
 	if err != nil {
 		return err
 	}
@@ -47,4 +46,23 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	default:
 		return fmt.Errorf("migrate: unknown action %q (want up, down or status)", action)
 	}
+}
+
+// migrateAtStart applies pending migrations before serve starts, over svc's connections unless
+// migrations have a URL of their own.
+func migrateAtStart(ctx context.Context, conn connConfig, svc *services, logger *slog.Logger) error {
+	st := svc.store
+	if conn.migrateURL != "" || conn.pooler != "" {
+		var err error
+		if st, err = conn.openMigrator(ctx, logger); err != nil {
+			return err
+		}
+		defer st.Close()
+	}
+	version, err := st.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	logger.Info("database migrated", "version", version)
+	return nil
 }

@@ -86,6 +86,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if err := c.expiryPolicy().Validate(); err != nil {
 		return c, fmt.Errorf("expiry settings: %w", err)
 	}
+	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
+		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
+	}
 	var err error
 	if c.adminHash, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
 		return c, err
@@ -163,11 +166,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer svc.close()
 	if cfg.migrate {
-		version, err := svc.store.Migrate(ctx)
-		if err != nil {
+		if err := migrateAtStart(ctx, cfg.conn, svc, logger); err != nil {
 			return err
 		}
-		logger.Info("database migrated", "version", version)
 	}
 
 	warnClockSkew(ctx, svc, logger)
