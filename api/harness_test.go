@@ -53,6 +53,7 @@ type env struct {
 	// Rate limits are counted in Redis when ratesInRedis is set: rateRedis, or else the test's Redis.
 	ratesInRedis bool
 	rateRedis    redis.UniversalClient
+	depsHooks    []func(*api.Deps)
 }
 
 type envOption func(*api.Config, *env)
@@ -84,6 +85,11 @@ func withRateRedis(rdb redis.UniversalClient) envOption {
 
 // withRedis runs the cache and the rate limits on the test Redis of kind.
 func withRedis(kind cachetest.Kind) envOption { return func(_ *api.Config, e *env) { e.redis = kind } }
+
+// withDeps changes the API's dependencies before its server starts.
+func withDeps(f func(*api.Deps)) envOption {
+	return func(_ *api.Config, e *env) { e.depsHooks = append(e.depsHooks, f) }
+}
 
 // withConfig changes the API's configuration.
 func withConfig(f func(*api.Config)) envOption { return func(c *api.Config, _ *env) { f(c) } }
@@ -153,6 +159,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	}
 	if e.ratesInRedis {
 		deps.RateRedis = cmp.Or(e.rateRedis, e.rdb)
+	}
+	for _, f := range e.depsHooks {
+		f(&deps)
 	}
 	e.cfg, e.deps = cfg, deps
 	e.srv = httptest.NewServer(api.NewServer(cfg, deps))

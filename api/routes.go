@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // routes lists the whole HTTP surface.
@@ -12,16 +11,21 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
 	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
 		recoverPanics(deps.Logger, ps.writeError), securityHeaders)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+	notFound := func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
-	})
+	}
+	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errMethodNotAllowed.withDetail(r.Method+" is not allowed on "+r.URL.Path+"."))
 	})
 
 	r.Method(http.MethodGet, "/healthz", handleHealthz())
 	r.Method(http.MethodGet, "/readyz", handleReadyz(deps))
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(deps.Registry, promhttp.HandlerOpts{}))
+	if cfg.MetricsElsewhere {
+		r.Get("/metrics", notFound) // not a paste code either
+	} else {
+		r.Method(http.MethodGet, "/metrics", MetricsHandler(deps.Registry))
+	}
 	r.Method(http.MethodGet, "/openapi.yaml", handleOpenAPI(cfg.OpenAPISpec))
 	r.Method(http.MethodGet, "/problems", handleProblemTypes())
 	r.Method(http.MethodGet, "/problems/{name}", handleProblemTypes())

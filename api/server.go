@@ -31,6 +31,8 @@ type Config struct {
 	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
 	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
 	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
+
+	MetricsElsewhere bool // /metrics is served on an address of its own (MetricsHandler), not here
 }
 
 // Deps are the services the API runs on.
@@ -45,6 +47,9 @@ type Deps struct {
 	Now        func() time.Time
 	// RateRedis counts the rate limits across replicas; nil counts them in this process alone.
 	RateRedis redis.UniversalClient
+	// Draining is closed when the process starts to shut down: /readyz then answers 503, so the load
+	// balancer stops sending requests here while those already sent are served. Nil: never.
+	Draining <-chan struct{}
 }
 
 // NewServer returns the whole HTTP API as one handler.
