@@ -37,10 +37,12 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 	// or dead finishing transaction strands no more than two batches for the watchdog.
 	claims := make(chan store.Claim)
 	done := make(chan committed, 2)
+	claimCtx, stopClaims := context.WithCancel(ctx)
+	defer stopClaims()
 	var wg sync.WaitGroup
 	wg.Go(func() { x.afterCommits(ctx, r, done) })
-	wg.Go(func() { x.finishClaims(ctx, r, claims, done); close(done) })
-	x.claimBatches(ctx, r, claims)
+	wg.Go(func() { x.finishClaims(ctx, r, claims, done, stopClaims); close(done) })
+	x.claimBatches(claimCtx, r, claims)
 	close(claims)
 	wg.Wait()
 }
@@ -50,6 +52,9 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 	failures := 0
 	for ctx.Err() == nil {
 		c, err := x.claim(ctx)
+		if err != nil && ctx.Err() != nil {
+			return // shutting down (or the run's finish failed): not a failure of the claim
+		}
 		if err != nil {
 			r.fail(err)
 			x.logger.ErrorContext(ctx, "cleanup claim failed", "run", r.id, "err", err)
@@ -69,8 +74,9 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 }
 
 // finishClaims is the second stage: one transaction per batch tombstones its rows and releases
-// their content. A batch that fails stays claimed until the watchdog returns it.
-func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Claim, out chan<- committed) {
+// their content. A batch that fails goes back to the queue at once, and the worker stops claiming:
+// whatever failed it would likely fail the next batch too, and the next run takes them all.
+func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Claim, out chan<- committed, stopClaims func()) {
 	for c := range in {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 		start := time.Now()
@@ -79,7 +85,9 @@ func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Clai
 		if err != nil {
 			r.fail(err)
 			x.metrics.failures.WithLabelValues("finish").Inc()
-			x.logger.ErrorContext(ctx, "cleanup batch failed; its rows wait for the watchdog", "run", r.id, "err", err)
+			x.logger.ErrorContext(ctx, "cleanup batch failed; its rows go back to the queue", "run", r.id, "err", err)
+			x.handBack(ctx, r, c)
+			stopClaims()
 			continue
 		}
 		x.metrics.finishSeconds.Observe(time.Since(start).Seconds())
@@ -109,9 +117,16 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 }
 
 // claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
-// Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct.
+// Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct. Once
+// begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
 func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
 	release, err := x.locks.Claim.Acquire(ctx)
+	if ctx.Err() != nil {
+		if err == nil {
+			release()
+		}
+		return store.Claim{}, ctx.Err()
+	}
 	unlock := func() {}
 	switch {
 	case errors.Is(err, cache.ErrLockHeld):
@@ -130,7 +145,9 @@ func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
 		defer unlock()
 	}
 	start := time.Now()
-	c, err := x.store.ClaimExpired(ctx, x.cfg.BatchSize, unlock)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	c, err := x.store.ClaimExpired(cctx, x.cfg.BatchSize, unlock)
 	if err != nil {
 		x.metrics.failures.WithLabelValues("claim").Inc()
 		return store.Claim{}, err
@@ -138,6 +155,19 @@ func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
 	x.metrics.claimSeconds.Observe(time.Since(start).Seconds())
 	x.metrics.claimed.Add(float64(len(c.Codes)))
 	return c, nil
+}
+
+// handBack returns a batch its worker could not finish to the queue in one statement, rather than
+// leave it in DELETION_IN_PROGRESS for the watchdog's StuckAfter. If that fails too, the watchdog will.
+func (x *Expirer) handBack(ctx context.Context, r *run, c store.Claim) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
+	defer cancel()
+	n, err := x.store.ReturnClaim(sctx, c.Codes)
+	if err != nil {
+		x.logger.ErrorContext(ctx, "handing a batch back failed; its rows wait for the watchdog", "run", r.id, "err", err)
+		return
+	}
+	x.logger.WarnContext(ctx, "cleanup batch handed back to the queue", "run", r.id, "pastes", n)
 }
 
 func sleep(ctx context.Context, d time.Duration) {

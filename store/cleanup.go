@@ -38,9 +38,12 @@ const markClaimedSQL = `
 // first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
 // transaction: a caller holding the Redis lock releases it in locked, so the lock covers only the
 // choice of rows, and the row locks keep other claims off them until the mark commits. No two
-// claims ever share a row, with or without the Redis lock (invariant 7).
+// claims ever share a row, with or without the Redis lock (invariant 7). A claim whose commit
+// failed may have committed all the same: its rows are handed back at once (ReturnClaim) rather
+// than left to the watchdog.
 func (s *Store) ClaimExpired(ctx context.Context, limit int, locked func()) (Claim, error) {
 	var c Claim
+	marked := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, lockExpiredSQL, limit)
 		if err != nil {
@@ -64,12 +67,34 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, locked func()) (Cla
 			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
 			return nil
 		})
+		marked = err == nil
 		return err
 	})
 	if err != nil {
+		if marked {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			_, _ = s.ReturnClaim(rctx, c.Codes) // if this fails too, the watchdog will
+			cancel()
+		}
 		return Claim{}, fmt.Errorf("claim expired pastes: %w", err)
 	}
 	return c, nil
+}
+
+// ReturnClaim hands claimed pastes that will not be finished back to the queue, in one statement:
+// those still in DELETION_IN_PROGRESS go back to NOT_EXPIRED, as the watchdog would return them
+// StuckAfter later. Safe whatever became of them: a row another transaction finished meanwhile is
+// DELETED and not touched, and a row another claim took meanwhile (it went back to the queue only
+// through a failed claim) is only claimed again, since its finish changes nothing for a row it no
+// longer finds in DELETION_IN_PROGRESS (invariant 6). It returns how many rows went back.
+func (s *Store) ReturnClaim(ctx context.Context, codes []string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
+		WHERE short_code = ANY($1) AND status = 'DELETION_IN_PROGRESS'`, codes)
+	if err != nil {
+		return 0, fmt.Errorf("return claimed pastes: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // FinishClaim tombstones the claimed pastes and releases their content in one transaction: one

@@ -1,0 +1,92 @@
+package expiry
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/store/storetest"
+)
+
+// lockThatStops is a claim lock whose release, called once the claim has chosen and locked its
+// rows, shuts the process down: the shutdown lands inside the claim.
+type lockThatStops struct{ stop context.CancelFunc }
+
+func (l lockThatStops) Acquire(ctx context.Context) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return l.stop, nil
+}
+
+// TestShutdownDuringClaim: a shutdown that lands while a worker claims lets the claim commit, and
+// the worker finishes that batch before it stops; nothing is left in DELETION_IN_PROGRESS for the
+// watchdog, and stopping is not counted as an error.
+func TestShutdownDuringClaim(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seed(storetest.SeedSpec{Pastes: 1000, Expired: 800, Shared: 0.4, Tag: "S"})
+	ctx, stop := context.WithCancel(context.Background())
+	cfg := DefaultConfig()
+	cfg.Workers, cfg.BatchSize, cfg.Host = 1, 200, "test"
+	locks := testLocks(e.cache)
+	locks.Claim = lockThatStops{stop}
+	x, err := New(cfg, e.store, e.bucket, e.cache, locks, slog.New(slog.NewTextHandler(e.logs, nil)), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := x.RunOnce(ctx, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Claimed != 200 || r.Tombstoned != 200 || r.Errors != 0 {
+		t.Errorf("run stopped during its first claim: claimed %d, tombstoned %d, errors %d (%s); want one whole batch of 200 and no error",
+			r.Claimed, r.Tombstoned, r.Errors, r.LastError)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
+		t.Errorf("%d pastes left in DELETION_IN_PROGRESS after the shutdown", n)
+	}
+	e.audit().Consistent(t)
+}
+
+// TestUnfinishedBatchHandedBack: a batch whose finishing transaction fails goes back to the queue
+// at once, in one statement, rather than wait StuckAfter for the watchdog; its worker stops claiming,
+// so the run ends; and the next run cleans everything, each paste once.
+func TestUnfinishedBatchHandedBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seed(storetest.SeedSpec{Pastes: 700, Expired: 500, Shared: 0.4, Tag: "H"})
+	e.exec(`CREATE FUNCTION refuse_tombstones() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN RAISE EXCEPTION 'tombstones refused for the test'; END $$`)
+	e.exec(`CREATE TRIGGER refuse BEFORE UPDATE ON pastes FOR EACH ROW
+		WHEN (NEW.status = 'DELETED') EXECUTE FUNCTION refuse_tombstones()`)
+	x := e.expirer(2, func(c *Config) { c.BatchSize = 100 })
+	r, err := x.RunOnce(context.Background(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Claimed == 0 || r.Tombstoned != 0 || r.Errors == 0 {
+		t.Errorf("run with every finish refused: claimed %d, tombstoned %d, errors %d", r.Claimed, r.Tombstoned, r.Errors)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
+		t.Errorf("%d pastes left in DELETION_IN_PROGRESS for the watchdog", n)
+	}
+	if !strings.Contains(e.logs.String(), "cleanup batch handed back to the queue") {
+		t.Errorf("no batch was handed back:\n%s", e.logs.String())
+	}
+	e.audit().Consistent(t)
+
+	e.exec(`DROP TRIGGER refuse ON pastes`)
+	r = e.runOnce(e.expirer(2, func(c *Config) { c.BatchSize = 100 }))
+	if r.ResetStuck != 0 || r.Claimed != 500 || r.Tombstoned != 500 {
+		t.Errorf("next run: reset %d, claimed %d, tombstoned %d; want 0, 500, 500", r.ResetStuck, r.Claimed, r.Tombstoned)
+	}
+	a := e.audit()
+	a.Consistent(t)
+	if len(a.Outbox) != 0 {
+		t.Errorf("outbox holds %d keys", len(a.Outbox))
+	}
+}
