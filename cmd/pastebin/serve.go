@@ -11,9 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +30,7 @@ type serveConfig struct {
 	adminTokenHex   string
 	adminHash       []byte // SHA-256 of the admin token; the token itself is not kept
 	addr            string
+	metricsAddr     string
 	baseURL         string
 	maxPasteBytes   byteSize
 	defaultExpiry   lifetime
@@ -42,6 +40,7 @@ type serveConfig struct {
 	cacheMaxBytes   byteSize
 	migrate         bool
 	shutdownTimeout duration
+	drainDelay      time.Duration
 	limits          limitsConfig
 }
 
@@ -130,6 +129,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.adminToken, "admin-token", "", "token for /admin (as Authorization: Bearer); empty turns /admin off. Only its hash is kept")
 	fs.StringVar(&c.adminTokenHex, "admin-token-sha256", "", "hex SHA-256 of the admin token, instead of the token itself")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
 	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
 	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
 	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
@@ -139,6 +139,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
+	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
 	c.limits.register(fs)
 	return fs
 }
@@ -147,7 +148,7 @@ func (c serveConfig) expiryPolicy() api.ExpiryPolicy {
 	return api.ExpiryPolicy{Default: time.Duration(c.defaultExpiry), Max: time.Duration(c.maxExpiry), AllowNever: c.allowNever}
 }
 
-// runServe serves the API until SIGINT or SIGTERM, then drains requests in flight.
+// runServe serves the API until SIGINT or SIGTERM, then drains (see serveHTTP).
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseServeConfig(args, getenv, stdout)
 	if err != nil {
@@ -157,7 +158,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, hurry, stop := notifyStop(ctx)
 	defer stop()
 
 	svc, err := cfg.conn.open(ctx, logger)
@@ -179,17 +180,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	g, ctx := errgroup.WithContext(ctx)
 	handler := api.NewServer(api.Config{
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
+		MetricsElsewhere: cfg.metricsAddr != "",
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
-		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client()})
+		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
-	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return serveHTTP(ctx, cfg, handler, logger) })
+	g.Go(func() error { return serveHTTP(ctx, cfg, handler, api.MetricsHandler(reg), hurry, logger) })
 	g.Go(func() error { return expirer.Run(ctx) })
 	return g.Wait()
 }
@@ -221,31 +223,4 @@ func newHTTPServer(ctx context.Context, c limitsConfig, handler http.Handler, lo
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-}
-
-// serveHTTP listens until ctx ends, then shuts down gracefully.
-func serveHTTP(ctx context.Context, cfg serveConfig, handler http.Handler, logger *slog.Logger) error {
-	srv := newHTTPServer(ctx, cfg.limits, handler, logger)
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
-	logger.Info("serving", "addr", ln.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down", "timeout", time.Duration(cfg.shutdownTimeout).String())
-	sctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.shutdownTimeout))
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
