@@ -44,17 +44,20 @@ type Option func(*pgxpool.Config, string) error
 // (pgbouncer's pool_mode=transaction), which may give each transaction another server connection.
 // A statement prepared on one of them would be unknown on the next, so every query then goes as one
 // round trip of the extended protocol with an unnamed statement (pgx's QueryExecModeExec), unless
-// the URL chose simple_protocol itself. The store keeps no other session state: the only settings it
-// changes are SET LOCAL, inside transactions. Migrations take a session lock and need a direct URL.
+// the URL chose cache_describe or simple_protocol, which pgx also documents as safe there. The
+// store keeps no other session state: the only settings it changes are SET LOCAL, inside
+// transactions. Migrations take a session lock and need a direct URL.
 func BehindTransactionPooler() Option {
 	return func(cfg *pgxpool.Config, url string) error {
 		mode := cfg.ConnConfig.DefaultQueryExecMode
 		if !strings.Contains(url, "default_query_exec_mode") {
 			mode = pgx.QueryExecModeExec
 		}
-		if mode != pgx.QueryExecModeExec && mode != pgx.QueryExecModeSimpleProtocol {
+		switch mode {
+		case pgx.QueryExecModeExec, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeSimpleProtocol:
+		default:
 			return fmt.Errorf("query exec mode %q keeps statements on one server connection: "+
-				"behind a transaction pooler use exec or simple_protocol", mode)
+				"behind a transaction pooler use exec, cache_describe or simple_protocol", mode)
 		}
 		cfg.ConnConfig.DefaultQueryExecMode = mode
 		return nil
