@@ -64,9 +64,14 @@ bench-cleanup:
 
 # Chaos soak: serve processes SIGKILLed, Redis and S3 stopped and restarted under load, then fsck and
 # every paste read back. Logs in artifacts/soak/. A 30-second version runs in make test (cmd/soak).
+# LB=haproxy: three serve processes behind HAProxy (installed with apt-get if missing), reaching
+# PostgreSQL through pgbouncer, some restarted gracefully; a failed request is then a violation
+# unless it was in flight on a process killed with SIGKILL.
+LB ?=
+SOAK_LB = $(if $(filter haproxy,$(LB)),-haproxy "$$(scripts/services.sh test tool haproxy)" -pooled -serves 3)
 soak: build
 	scripts/with-services.sh test $(GO) run ./cmd/soak -pastebin $(BIN) -duration $(SOAK_DURATION) \
-	  -max-ops $(SOAK_MAX_OPS) -redis $(REDIS) -dir artifacts/soak $(SOAK_ARGS)
+	  -max-ops $(SOAK_MAX_OPS) -redis $(REDIS) -dir artifacts/soak $(SOAK_LB) $(SOAK_ARGS)
 
 services-up:
 	scripts/services.sh run up >/dev/null; scripts/services.sh run status

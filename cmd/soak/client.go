@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptrace"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -19,6 +21,7 @@ type answer struct {
 	received time.Time // once the whole body was in, or the exchange failed
 	err      error     // no answer: the server is down, or died mid-request
 	wrote    bool      // the whole request went out: a server may have acted on it
+	attempts int       // requests sent for this answer (try sends it again while none answers)
 }
 
 // lost says the request went out and no answer came back: the server may have acted on it (a
@@ -29,16 +32,21 @@ func (a answer) lost() bool { return a.err != nil && a.wrote }
 // hangs this long is an answer lost.
 const requestTimeout = 15 * time.Second
 
-// client sends the load's requests to the serve processes, trying another one while one is down.
+// client sends the load's requests to the serve processes, trying another one while one is down;
+// or, balanced, to the balancer in front of them.
 type client struct {
-	http *http.Client
-	urls []string
+	http     *http.Client
+	urls     []string
+	balanced bool      // urls is the balancer: its own error answers are failed requests
+	timeline *timeline // where failed requests are recorded, balanced
+	stats    *stats
 }
 
-func newClient(urls []string, clients int) *client {
+func newClient(urls []string, clients int, balanced bool, tl *timeline, st *stats) *client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = clients
-	return &client{http: &http.Client{Transport: t, Timeout: requestTimeout}, urls: urls}
+	return &client{http: &http.Client{Transport: t, Timeout: requestTimeout}, urls: urls, balanced: balanced,
+		timeline: tl, stats: st}
 }
 
 // do sends the request newReq builds for base and reads the whole answer.
@@ -69,7 +77,30 @@ func (c *client) do(ctx context.Context, base string, newReq func(ctx context.Co
 	if a.err == nil {
 		a.status, a.header = resp.StatusCode, resp.Header
 	}
+	if c.balanced {
+		c.judgeBalanced(req, &a)
+	}
 	return a
+}
+
+// judgeBalanced reads the balancer's own answers, which the service never gives (HTML, not problem
+// details): 502 or 504, the process died or hung with the request, is a request failed, which may
+// have been acted on; 503, no process is ready, was sent nowhere. Failed requests go on the timeline.
+func (c *client) judgeBalanced(req *http.Request, a *answer) {
+	fromBalancer := a.err == nil && a.status >= 500 && !strings.Contains(a.header.Get("Content-Type"), "json")
+	switch {
+	case fromBalancer && (a.status == http.StatusBadGateway || a.status == http.StatusGatewayTimeout):
+		a.err = fmt.Errorf("the balancer answered %d", a.status)
+		c.stats.balancerFailed.Add(1)
+	case fromBalancer && a.status == http.StatusServiceUnavailable:
+		c.stats.balancerUnavailable.Add(1)
+	case a.err != nil:
+		c.stats.balancerFailed.Add(1)
+	}
+	if a.err != nil {
+		c.timeline.add(&c.timeline.failures, window{from: a.sent, to: a.received,
+			what: fmt.Sprintf("%s %s: %v", req.Method, req.URL.Path, a.err)})
+	}
 }
 
 // try sends the request to a random serve process and, while the ones it reaches are down, to the
@@ -78,8 +109,9 @@ func (c *client) do(ctx context.Context, base string, newReq func(ctx context.Co
 // a create may have committed, a delete or a burn happened.
 func (c *client) try(ctx context.Context, r *rand.Rand, newReq func(ctx context.Context, base string) (*http.Request, error)) (a answer, lost bool) {
 	first := r.IntN(len(c.urls))
-	for attempt := 0; attempt < 2*len(c.urls); attempt++ {
+	for attempt := 0; attempt < max(2*len(c.urls), 4); attempt++ {
 		a = c.do(ctx, c.urls[(first+attempt)%len(c.urls)], newReq)
+		a.attempts = attempt + 1
 		lost = lost || a.lost()
 		if a.err == nil || ctx.Err() != nil {
 			return a, lost

@@ -31,6 +31,8 @@ type cluster struct {
 	env        []string // environment of every pastebin command: where its services are
 	bin        string
 	adminToken string
+	haproxy    *proc    // the balancer in front of the serve processes, if the soak runs one
+	entry      []string // where the load sends its requests: the balancer, or the processes
 }
 
 func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
@@ -52,6 +54,11 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 	c := &cluster{bin: cfg.pastebin, adminToken: randomHex(16), redis: redis}
 	s3URL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	c.env = pastebinEnv(cfg.env, dbURL, redis.url(), s3URL, c.adminToken)
+	extra, err := cfg.extraEnv(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	c.env = append(c.env, extra...) // the last value of a variable wins
 	c.s3 = &proc{
 		name: "s3", path: cfg.versitygw, log: filepath.Join(cfg.dir, "versitygw.log"),
 		env: append(cfg.env.list(), "ROOT_ACCESS_KEY_ID="+s3Key, "ROOT_SECRET_ACCESS_KEY="+s3Secret),
@@ -67,6 +74,12 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 			env: append(append([]string(nil), c.env...), "PASTEBIN_ADDR="+addr),
 			log: filepath.Join(cfg.dir, fmt.Sprintf("serve-%d.log", i)), ready: httpReady("http://" + addr + "/healthz"),
 		})
+	}
+	c.entry = c.urls
+	if cfg.haproxy != "" {
+		if err := c.balance(cfg, dataDir); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -130,19 +143,25 @@ func (c *cluster) ensureUp(ctx context.Context, tries int) error {
 	if err := c.redis.ensureUp(ctx, tries); err != nil {
 		return err
 	}
-	g, ctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range c.serves {
 		if !p.running() {
-			g.Go(func() error { _, err := p.start(ctx, tries); return err })
+			g.Go(func() error { _, err := p.start(gctx, tries); return err })
 		}
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return c.ensureBalancer(ctx, tries)
 }
 
 // killAll SIGKILLs every process still running.
 func (c *cluster) killAll() {
 	for _, p := range c.all() {
 		p.stop(syscall.SIGKILL)
+	}
+	if c.haproxy != nil {
+		c.haproxy.stop(syscall.SIGKILL)
 	}
 }
 

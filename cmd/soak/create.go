@@ -13,7 +13,8 @@ import (
 )
 
 // createReq is one paste the load asks for. Its retries carry the same Idempotency-Key, so a
-// create whose answer was lost is answered again rather than made twice.
+// create whose answer was lost is answered again rather than made twice. The key is also the
+// paste's title: at the end, two pastes with one title are a create made twice.
 type createReq struct {
 	body     []byte
 	lifetime int // seconds; 0: never
@@ -37,13 +38,14 @@ func (c createReq) request(ctx context.Context, base string) (*http.Request, err
 	var req *http.Request
 	var err error
 	if c.viaJSON {
-		payload, _ := json.Marshal(map[string]any{"content": string(c.body), "expires_in": expires, "burn_after_read": c.burn})
+		payload, _ := json.Marshal(map[string]any{"content": string(c.body), "expires_in": expires, "burn_after_read": c.burn,
+			"title": c.key})
 		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/pastes", bytes.NewReader(payload))
 		if err == nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
 	} else {
-		q := url.Values{"expires_in": {fmt.Sprint(expires)}, "burn": {strconv.FormatBool(c.burn)}}
+		q := url.Values{"expires_in": {fmt.Sprint(expires)}, "burn": {strconv.FormatBool(c.burn)}, "title": {c.key}}
 		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/?"+q.Encode(), bytes.NewReader(c.body))
 		if err == nil {
 			req.Header.Set("Content-Type", "text/plain")

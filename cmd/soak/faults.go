@@ -27,6 +27,9 @@ type faults struct {
 	mu   sync.Mutex
 	busy map[*proc]bool // processes a fault holds
 	wg   sync.WaitGroup // faults being undone
+
+	timeline *timeline // when serve processes were killed
+	graceful bool      // behind the balancer: half the serve faults are SIGTERM restarts
 }
 
 // run injects faults until stop ends, then waits until every fault is undone. Restarts use ctx, so
@@ -49,6 +52,9 @@ func (f *faults) inject(ctx context.Context, r *rand.Rand) {
 	if serve := f.killableServe(r); serve >= 0 {
 		kill := func() { f.killServe(ctx, r, serve) }
 		choices = append(choices, kill, kill)
+		if f.graceful {
+			choices[len(choices)-1] = func() { f.restartServe(ctx, r, serve) }
+		}
 	}
 	if node := f.freeRedis(r); node >= 0 {
 		choices = append(choices, func() { f.stopRedis(ctx, r, node) })
@@ -118,8 +124,22 @@ func (f *faults) killServe(ctx context.Context, r *rand.Rand, i int) {
 		f.stats.killsInCleanup.Add(1)
 		sleep(ctx, time.Duration(r.IntN(300))*time.Millisecond)
 	}
-	p.stop(syscall.SIGKILL)
+	f.timeline.kill(p)
 	f.stats.kills.Add(1)
+	f.undo(ctx, p, time.Duration(200+r.IntN(1800))*time.Millisecond)
+}
+
+// restartServe stops serve process i with SIGTERM, which must cost no request, and starts it again.
+func (f *faults) restartServe(ctx context.Context, r *rand.Rand, i int) {
+	p := f.c.serves[i]
+	if !f.take(p, true) {
+		return
+	}
+	if !f.timeline.terminate(p) {
+		f.logf("%s did not stop within %s of SIGTERM and was killed", p.name, gracefulStop)
+		f.stats.kills.Add(1)
+	}
+	f.stats.restarts.Add(1)
 	f.undo(ctx, p, time.Duration(200+r.IntN(1800))*time.Millisecond)
 }
 

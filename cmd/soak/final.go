@@ -96,22 +96,33 @@ func (c *finalCounts) add(kind string) {
 }
 
 // checkDatabase checks what settling must have reached, independently of fsck: no claim left in
-// progress, an empty outbox, and every ref_count equal to the pastes pointing at its content
-// (invariant 1, the one a double decrement would break first).
+// progress, an empty outbox, every ref_count equal to the pastes pointing at its content
+// (invariant 1, the one a double decrement would break first), and no create made twice: each
+// paste's title is its create's Idempotency-Key, tombstones included.
 func (s *soak) checkDatabase(ctx context.Context) {
-	var inProgress, outbox, mismatched int
+	var inProgress, outbox, mismatched, duplicated int
 	err := s.pool.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
 		       (SELECT count(*) FROM blob_deletions),
 		       (SELECT count(*) FROM content c
-		        WHERE c.ref_count <> (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash))`,
-	).Scan(&inProgress, &outbox, &mismatched)
+		        WHERE c.ref_count <> (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash)),
+		       (SELECT count(*) FROM (SELECT title FROM pastes GROUP BY title HAVING count(*) > 1) d)`,
+	).Scan(&inProgress, &outbox, &mismatched, &duplicated)
 	switch {
 	case err != nil:
 		s.violations.add("at the end: database check failed: %v", err)
-	case inProgress > 0 || outbox > 0 || mismatched > 0:
-		s.violations.add("at the end: %d pastes still DELETION_IN_PROGRESS, %d blobs in the outbox, %d content rows whose ref_count is wrong",
-			inProgress, outbox, mismatched)
+	case inProgress > 0 || outbox > 0 || mismatched > 0 || duplicated > 0:
+		s.violations.add("at the end: %d pastes still DELETION_IN_PROGRESS, %d blobs in the outbox, %d content rows whose ref_count is wrong, %d creates made more than once",
+			inProgress, outbox, mismatched, duplicated)
+	}
+}
+
+// checkFailures judges the requests that failed through the balancer: each must have been in
+// flight on a process killed with SIGKILL.
+func (s *soak) checkFailures() {
+	for _, f := range s.timeline.unexplained() {
+		s.violations.add("a request failed while no process was being killed: sent %s, failed %s: %s",
+			stamp(f.from), stamp(f.to), f.what)
 	}
 }
 

@@ -56,6 +56,9 @@ func (l *load) create(ctx context.Context, r *rand.Rand) {
 	c := newCreateReq(r, l.pool)
 	first := time.Now()
 	a, lost := l.client.try(ctx, r, c.request)
+	if lost && a.attempts > 1 {
+		l.stats.createsRetried.Add(1)
+	}
 	p, outcome, v := judgeCreate(c, a, lost, first)
 	l.note(a, v)
 	switch outcome {

@@ -44,6 +44,8 @@ type config struct {
 	// master at a time.
 	redisCluster bool
 	env          childEnv
+	haproxy      string // HAProxy's binary: the serve processes run behind it; empty: no balancer
+	poolerURL    string // pgbouncer in transaction mode: the serve processes reach PostgreSQL through it
 }
 
 // childEnv is what child processes inherit from the soak's environment: enough to run, and no
@@ -93,10 +95,17 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.BoolVar(&cfg.keepDB, "keep-db", false, "keep the soak's database afterwards, for a look at what went wrong")
 	redisMode := fs.String("redis", "single", "Redis: single (one server) or cluster (three masters; faults stop one at a time)")
 	fs.Uint64Var(&cfg.seed, "seed", uint64(time.Now().UnixNano()), "seed of the load's and the faults' random choices")
+	fs.StringVar(&cfg.haproxy, "haproxy", "", "HAProxy binary: run the serve processes behind it, health-checked on /readyz, and restart some gracefully (make soak LB=haproxy)")
+	pooled := fs.Bool("pooled", false, "the serve processes reach PostgreSQL through pgbouncer in transaction mode [PASTEBIN_TEST_POOLER_URL]")
 	if err := fs.Parse(args[1:]); err != nil {
 		return cfg, err
 	}
 	cfg.redisCluster = *redisMode == "cluster"
+	if *pooled {
+		if cfg.poolerURL = getenv("PASTEBIN_TEST_POOLER_URL"); cfg.poolerURL == "" {
+			return cfg, errors.New("-pooled: PASTEBIN_TEST_POOLER_URL is not set: run it with `make soak`")
+		}
+	}
 	switch {
 	case *redisMode != "single" && *redisMode != "cluster":
 		return cfg, errors.New(`-redis must be "single" or "cluster"`)

@@ -26,13 +26,14 @@ type soak struct {
 	stats      *stats
 	violations *violations
 	ledger     *ledger
+	timeline   *timeline  // serve kills and failed requests, for judging the balanced soak
 	outMu      sync.Mutex // progress lines come from the fault controller too
 }
 
 // newSoak creates the soak's database and starts its processes.
 func newSoak(ctx context.Context, cfg config, out io.Writer) (_ *soak, err error) {
 	s := &soak{cfg: cfg, out: out, admin: &http.Client{Timeout: requestTimeout}, stats: &stats{},
-		violations: &violations{}, ledger: &ledger{}}
+		violations: &violations{}, ledger: &ledger{}, timeline: &timeline{}}
 	defer func() {
 		if err != nil {
 			s.close()
@@ -52,7 +53,7 @@ func newSoak(ctx context.Context, cfg config, out io.Writer) (_ *soak, err error
 	if s.cluster, err = newCluster(cfg, dbURL, s.dataDir); err != nil {
 		return nil, err
 	}
-	s.client = newClient(s.cluster.urls, cfg.clients)
+	s.client = newClient(s.cluster.entry, cfg.clients, cfg.haproxy != "", s.timeline, s.stats)
 	s.logf("starting %d serve processes, %d Redis nodes and versitygw; logs in %s", cfg.serves, len(s.cluster.redis.nodes), cfg.dir)
 	if err := s.cluster.startWithin(ctx, 2*time.Minute, 2); err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (s *soak) close() {
 // soak runs the load and the faults, lets everything settle, and checks the end state.
 func (s *soak) soak(ctx context.Context) *summary {
 	start := time.Now()
-	sum := &summary{stats: s.stats, violations: s.violations, dir: s.cfg.dir}
+	sum := &summary{stats: s.stats, violations: s.violations, dir: s.cfg.dir, balanced: s.cfg.haproxy != ""}
 	defer func() {
 		sum.elapsed = time.Since(start)
 		sum.notes = append(sum.notes, logEvents(s.cluster.serves))
@@ -118,6 +119,7 @@ func (s *soak) soak(ctx context.Context) *summary {
 		s.violations.add("after the read-back: %v", err)
 	}
 	s.checkDatabase(ctx)
+	s.checkFailures()
 	sum.fsck = s.fsck(ctx)
 	return sum
 }
@@ -129,7 +131,8 @@ func (s *soak) chaos(ctx context.Context) time.Time {
 	defer cancel()
 	l := &load{client: s.client, ledger: s.ledger, pool: newContentPool(rand.New(rand.NewPCG(s.cfg.seed, 1)), 20),
 		stats: s.stats, violations: s.violations, clients: s.cfg.clients, maxOps: s.cfg.maxOps, seed: s.cfg.seed}
-	f := &faults{c: s.cluster, every: s.cfg.faultEvery, stats: s.stats, logf: s.logf, admin: s.admin, busy: map[*proc]bool{}}
+	f := &faults{c: s.cluster, every: s.cfg.faultEvery, stats: s.stats, logf: s.logf, admin: s.admin, busy: map[*proc]bool{},
+		timeline: s.timeline, graceful: s.cfg.haproxy != ""}
 	var wg sync.WaitGroup
 	wg.Go(func() { f.run(ctx, stop, rand.New(rand.NewPCG(s.cfg.seed, 2))) })
 	l.run(ctx, stop)

@@ -22,6 +22,11 @@ type stats struct {
 
 	kills, killsInCleanup, redisStops, s3Stops atomic.Int64
 	failedStarts                               atomic.Int64 // starts that exited before ready (serve while S3 is down)
+
+	restarts            atomic.Int64 // serve processes stopped with SIGTERM (balanced)
+	balancerFailed      atomic.Int64 // requests through the balancer that failed (balanced)
+	balancerUnavailable atomic.Int64 // 503s from the balancer: no process ready (balanced)
+	createsRetried      atomic.Int64 // creates sent again with their Idempotency-Key after an answer was lost
 }
 
 func (s *stats) ops() int64 {
@@ -37,6 +42,7 @@ type summary struct {
 	fsck       string // fsck's verdict, one line
 	dir        string
 	notes      []string // facts worth a line that are not violations
+	balanced   bool     // the load went through the balancer
 }
 
 // finalCounts are the outcomes of reading back every paste at the end.
@@ -53,8 +59,14 @@ func (s *summary) print(w io.Writer) {
 		st.created.Load(), st.createFailed.Load(), st.createUnknown.Load())
 	fmt.Fprintf(w, "  answers: %d were 503 (S3 down), %d requests found no process answering\n",
 		st.unavailable.Load(), st.noAnswer.Load())
-	fmt.Fprintf(w, "  faults: %d serve kills (%d just after asking it for a cleanup run), %d redis stops, %d s3 stops, %d starts failed and were retried\n",
-		st.kills.Load(), st.killsInCleanup.Load(), st.redisStops.Load(), st.s3Stops.Load(), st.failedStarts.Load())
+	fmt.Fprintf(w, "  faults: %d serve kills (%d just after asking it for a cleanup run), %d graceful serve restarts (SIGTERM), %d redis stops, %d s3 stops, %d starts failed and were retried\n",
+		st.kills.Load(), st.killsInCleanup.Load(), st.restarts.Load(), st.redisStops.Load(), st.s3Stops.Load(), st.failedStarts.Load())
+	fmt.Fprintf(w, "  %d creates were sent again with their Idempotency-Key after an answer was lost; no create was made twice unless a violation says so\n",
+		st.createsRetried.Load())
+	if s.balanced {
+		fmt.Fprintf(w, "  through the balancer: %d requests failed (each in flight on a process killed with SIGKILL, or a violation says otherwise), %d answered 503 with no process ready\n",
+			st.balancerFailed.Load(), st.balancerUnavailable.Load())
+	}
 	fmt.Fprintf(w, "  read back at the end: %d live and intact, %d gone as they should be, %d either (an answer was lost), %d unreadable\n",
 		s.final.live, s.final.gone, s.final.uncertain, s.final.unreadable)
 	if s.fsck != "" {
