@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test test-suites fuzz build lint bench bench-cleanup soak services-up services-down clean
+.PHONY: run test test-suites fuzz build lint bench bench-cleanup costs soak services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -61,6 +61,12 @@ bench:
 # Durable PostgreSQL settings of its own (the bench profile); the table goes to artifacts/.
 bench-cleanup:
 	scripts/with-services.sh bench $(GO) run ./cmd/cleanupbench -pastes $(PASTES) $(BENCH_ARGS)
+
+# What one paste costs: bytes per row and index entry, WAL per create, cleanup and purge, S3 and
+# Redis calls per 1000 expirations, and what that comes to at the design notes' scale (README,
+# "Running at scale"). Durable PostgreSQL settings (the bench profile); written to artifacts/costs.txt.
+costs:
+	scripts/with-services.sh bench $(GO) run ./cmd/costs $(COSTS_ARGS)
 
 # Chaos soak: serve processes SIGKILLed, Redis and S3 stopped and restarted under load, then fsck and
 # every paste read back. Logs in artifacts/soak/. A 30-second version runs in make test (cmd/soak).

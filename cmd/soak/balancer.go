@@ -133,8 +133,12 @@ func throughPooler(dbURL, poolerURL string) (string, error) {
 
 // window is a stretch of time, and what happened in it.
 type window struct {
-	from, to time.Time
+	from, to time.Time // a zero to: still going on
 	what     string
+}
+
+func (w window) overlaps(from, to time.Time) bool {
+	return !to.Before(w.from) && (w.to.IsZero() || !from.After(w.to))
 }
 
 // timeline records the serve kills, and the requests that failed, for judging the second by the first.
@@ -150,32 +154,50 @@ func (t *timeline) add(list *[]window, w window) {
 	t.mu.Unlock()
 }
 
-// kill SIGKILLs p and records when, until it had exited.
+// kill SIGKILLs p, recording the kill from before the signal until killGrace after the exit.
 func (t *timeline) kill(p *proc) {
-	from := time.Now()
+	t.mu.Lock()
+	i := len(t.kills)
+	t.kills = append(t.kills, window{from: time.Now(), what: p.name})
+	t.mu.Unlock()
 	p.stop(syscall.SIGKILL)
-	t.add(&t.kills, window{from: from, to: time.Now().Add(killGrace), what: p.name})
+	t.mu.Lock()
+	t.kills[i].to = time.Now().Add(killGrace)
+	t.mu.Unlock()
+}
+
+// duringKill reports whether a request sent at from and answered at to was in flight while a
+// process was killed. Such a request may have been acted on by the dead process and then sent
+// again by the balancer, which cannot tell a request the process received from one it never read
+// on a connection that broke: a create is then answered again (its Idempotency-Key), a delete
+// again (a tombstone answers 204), and a burn read answers 410, the paste burned by the first.
+func (t *timeline) duringKill(from, to time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range t.kills {
+		if k.overlaps(from, to) {
+			return true
+		}
+	}
+	return false
 }
 
 // unexplained returns the failed requests that no SIGKILL explains: they were sent after the
 // process had exited (and killGrace), or answered before it was killed.
 func (t *timeline) unexplained() []window {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	var out []window
-	for _, f := range t.failures {
-		explained := false
-		for _, k := range t.kills {
-			if !f.from.After(k.to) && !f.to.Before(k.from) {
-				explained = true
-				break
-			}
-		}
-		if !explained {
+	for _, f := range t.failureList() {
+		if !t.duringKill(f.from, f.to) {
 			out = append(out, f)
 		}
 	}
 	return out
+}
+
+func (t *timeline) failureList() []window {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]window(nil), t.failures...)
 }
 
 // gracefulStop bounds a SIGTERM restart: drainDelay, then requests in flight and the cleanup

@@ -22,6 +22,7 @@ type answer struct {
 	err      error     // no answer: the server is down, or died mid-request
 	wrote    bool      // the whole request went out: a server may have acted on it
 	attempts int       // requests sent for this answer (try sends it again while none answers)
+	replayed bool      // sent again after an attempt that went out got no answer: it may have been acted on
 }
 
 // lost says the request went out and no answer came back: the server may have acted on it (a
@@ -56,21 +57,24 @@ func (c *client) do(ctx context.Context, base string, newReq func(ctx context.Co
 		return answer{err: err}
 	}
 	// Whether the request went out is traced rather than guessed from the error: the transport
-	// retries a request that failed on a reused connection, and returns the retry's error only.
-	var wrote atomic.Bool
+	// retries a request that failed on a reused connection, and returns the retry's answer only.
+	var wrote atomic.Int32
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			if i.Err == nil {
-				wrote.Store(true)
+				wrote.Add(1)
 			}
 		},
 	}))
 	a := answer{sent: time.Now()}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		a.err, a.received, a.wrote = err, time.Now(), wrote.Load()
+		a.err, a.received, a.wrote = err, time.Now(), wrote.Load() > 0
 		return a
 	}
+	// Written twice: the transport sent it again after the first went out, which a server may have
+	// acted on before the connection broke.
+	a.replayed = wrote.Load() > 1
 	defer resp.Body.Close()
 	a.body, a.err = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	a.received, a.wrote = time.Now(), true
@@ -105,14 +109,15 @@ func (c *client) judgeBalanced(req *http.Request, a *answer) {
 
 // try sends the request to a random serve process and, while the ones it reaches are down, to the
 // others: a request to a killed process is expected to fail and is not a violation. lost says an
-// attempt, this one or an earlier one, went out and got no answer (a process killed mid-request):
-// a create may have committed, a delete or a burn happened.
+// attempt, this one or an earlier one, went out and got no answer (a process killed mid-request),
+// or was sent again by the transport or the balancer after it went out: a create may have
+// committed, a delete or a burn happened.
 func (c *client) try(ctx context.Context, r *rand.Rand, newReq func(ctx context.Context, base string) (*http.Request, error)) (a answer, lost bool) {
 	first := r.IntN(len(c.urls))
 	for attempt := 0; attempt < max(2*len(c.urls), 4); attempt++ {
 		a = c.do(ctx, c.urls[(first+attempt)%len(c.urls)], newReq)
 		a.attempts = attempt + 1
-		lost = lost || a.lost()
+		lost = lost || a.lost() || a.replayed || (c.balanced && c.timeline.duringKill(a.sent, a.received))
 		if a.err == nil || ctx.Err() != nil {
 			return a, lost
 		}

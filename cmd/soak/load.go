@@ -56,7 +56,7 @@ func (l *load) create(ctx context.Context, r *rand.Rand) {
 	c := newCreateReq(r, l.pool)
 	first := time.Now()
 	a, lost := l.client.try(ctx, r, c.request)
-	if lost && a.attempts > 1 {
+	if lost && a.err == nil {
 		l.stats.createsRetried.Add(1)
 	}
 	p, outcome, v := judgeCreate(c, a, lost, first)

@@ -26,7 +26,7 @@ type stats struct {
 	restarts            atomic.Int64 // serve processes stopped with SIGTERM (balanced)
 	balancerFailed      atomic.Int64 // requests through the balancer that failed (balanced)
 	balancerUnavailable atomic.Int64 // 503s from the balancer: no process ready (balanced)
-	createsRetried      atomic.Int64 // creates sent again with their Idempotency-Key after an answer was lost
+	createsRetried      atomic.Int64 // creates answered after an attempt that may have been acted on
 }
 
 func (s *stats) ops() int64 {
@@ -61,7 +61,7 @@ func (s *summary) print(w io.Writer) {
 		st.unavailable.Load(), st.noAnswer.Load())
 	fmt.Fprintf(w, "  faults: %d serve kills (%d just after asking it for a cleanup run), %d graceful serve restarts (SIGTERM), %d redis stops, %d s3 stops, %d starts failed and were retried\n",
 		st.kills.Load(), st.killsInCleanup.Load(), st.restarts.Load(), st.redisStops.Load(), st.s3Stops.Load(), st.failedStarts.Load())
-	fmt.Fprintf(w, "  %d creates were sent again with their Idempotency-Key after an answer was lost; no create was made twice unless a violation says so\n",
+	fmt.Fprintf(w, "  %d creates were answered after an attempt that may have been acted on (lost, or sent again); each has its Idempotency-Key, and no create was made twice unless a violation says so\n",
 		st.createsRetried.Load())
 	if s.balanced {
 		fmt.Fprintf(w, "  through the balancer: %d requests failed (each in flight on a process killed with SIGKILL, or a violation says otherwise), %d answered 503 with no process ready\n",
