@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"pastebin/blob"
+	"pastebin/cache"
+	"pastebin/expiry"
+	"pastebin/store"
+)
+
+// measurement is one run: its own database, bucket and Redis prefix, and the counters around them.
+type measurement struct {
+	cfg     config
+	out     io.Writer
+	logger  *slog.Logger
+	admin   *pgx.Conn // to the server, for creating and dropping the database
+	dbName  string
+	store   *store.Store
+	meter   *meter
+	bucket  *blob.Bucket
+	s3      *callCounter
+	rdb     *redis.Client
+	redis   *callCounter
+	cache   *cache.Cache
+	expirer *expiry.Expirer
+	closers []func()
+}
+
+func newMeasurement(ctx context.Context, cfg config, out io.Writer) (_ *measurement, err error) {
+	m := &measurement{cfg: cfg, out: out, logger: slog.New(slog.DiscardHandler), s3: newCallCounter(), redis: newCallCounter()}
+	defer func() {
+		if err != nil {
+			m.close()
+		}
+	}()
+	if m.admin, err = pgx.Connect(ctx, cfg.adminURL); err != nil {
+		return nil, err
+	}
+	m.dbName = "pb_costs_" + randomHex(6)
+	if _, err := m.admin.Exec(ctx, "CREATE DATABASE "+m.dbName); err != nil {
+		return nil, err
+	}
+	dbURL := withDatabase(cfg.adminURL, m.dbName)
+	if m.store, err = store.Open(ctx, dbURL, m.logger); err != nil {
+		return nil, err
+	}
+	if _, err := m.store.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := m.store.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pgstattuple"); err != nil {
+		return nil, err
+	}
+	if m.meter, err = newMeter(ctx, m.store.Pool()); err != nil {
+		return nil, err
+	}
+	if err := m.openBucket(ctx); err != nil {
+		return nil, err
+	}
+	if err := m.openCache(); err != nil {
+		return nil, err
+	}
+	xcfg := expiry.DefaultConfig()
+	xcfg.Workers, xcfg.Host = cfg.workers, "costs"
+	m.expirer, err = expiry.New(xcfg, m.store, m.bucket, m.cache, m.cache.NewLock("claim", 5*time.Second, 10*time.Second),
+		m.logger, prometheus.NewRegistry())
+	return m, err
+}
+
+// openBucket opens a bucket of its own behind a proxy that counts the S3 calls.
+func (m *measurement) openBucket(ctx context.Context) error {
+	target, err := url.Parse(m.cfg.s3Endpoint)
+	if err != nil {
+		return err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target) // keeps the Host header, which the signature covers
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.s3.add(s3Call(r), 1)
+		proxy.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	m.closers = append(m.closers, func() { srv.Close() })
+	m.bucket, err = blob.Open(ctx, blob.Config{Endpoint: "http://" + ln.Addr().String(), Bucket: "pb-costs-" + randomHex(4),
+		Region: "us-east-1", PathStyle: true, AccessKeyID: m.cfg.s3Key, SecretAccessKey: m.cfg.s3Secret, Timeout: time.Minute})
+	return err
+}
+
+// s3Call names an S3 request by its operation.
+func s3Call(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodPost && r.URL.Query().Has("delete"):
+		return "DeleteObjects"
+	case r.Method == http.MethodPut:
+		return "PutObject"
+	case r.Method == http.MethodGet && r.URL.Query().Has("list-type"):
+		return "ListObjectsV2"
+	}
+	return r.Method
+}
+
+// openCache opens Redis with a hook that counts commands and pipelines.
+func (m *measurement) openCache() error {
+	opts, err := redis.ParseURL(m.cfg.redisURL)
+	if err != nil {
+		return err
+	}
+	m.rdb = redis.NewClient(opts)
+	m.rdb.AddHook(countingHook{m.redis})
+	m.closers = append(m.closers, func() { m.rdb.Close() })
+	m.cache = cache.New(m.rdb, "costs:"+randomHex(4)+":", m.logger)
+	return nil
+}
+
+func (m *measurement) close() {
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		m.closers[i]()
+	}
+	if m.store != nil {
+		m.store.Close()
+	}
+	if m.admin != nil && m.dbName != "" {
+		_, _ = m.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+m.dbName+" WITH (FORCE)")
+	}
+	if m.admin != nil {
+		m.admin.Close(context.Background())
+	}
+}
+
+// callCounter counts calls by name.
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func newCallCounter() *callCounter { return &callCounter{n: map[string]int64{}} }
+
+func (c *callCounter) add(name string, n int64) {
+	c.mu.Lock()
+	c.n[name] += n
+	c.mu.Unlock()
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *callCounter) take() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.n
+	c.n = map[string]int64{}
+	return out
+}
+
+// countingHook counts Redis round trips: single commands, and pipelines with their commands.
+type countingHook struct{ c *callCounter }
+
+func (h countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.c.add("round trips", 1)
+		h.c.add("commands", 1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.c.add("round trips", 1)
+		h.c.add("commands", int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+func withDatabase(dbURL, name string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		panic(fmt.Sprintf("database url: %v", err))
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
