@@ -1,14 +1,12 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -21,30 +19,12 @@ import (
 	"pastebin/store/storetest"
 )
 
-// lockedBuffer collects log lines written from many goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestReadinessSaysOnlyWhatIsDown: with PostgreSQL, Redis and S3 unreachable, /readyz names each
 // one "down" and says nothing of why (the errors name users, hosts and ports); the log has the
 // reasons, once per outage, and says when a dependency is back.
 func TestReadinessSaysOnlyWhatIsDown(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs logBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	dbURL, _ := url.Parse(storetest.NewDatabase(t))
 	pg := blobtest.NewProxy(t, dbURL.Host)
