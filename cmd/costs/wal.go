@@ -45,7 +45,8 @@ type walMark struct {
 
 func (m *meter) mark(ctx context.Context) (walMark, error) {
 	var w walMark
-	err := m.pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text, wal_records, wal_fpi FROM pg_stat_wal`).
+	// The flush position: every phase commits durably, so its WAL is all on disk, where pg_waldump reads it.
+	err := m.pool.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn()::text, wal_records, wal_fpi FROM pg_stat_wal`).
 		Scan(&w.lsn, &w.records, &w.fpis)
 	return w, err
 }
@@ -85,11 +86,11 @@ func (m *meter) fpiBytes(from, to string) int64 {
 	if err != nil {
 		return -1
 	}
-	// Total  <records> [100.00%]  <record bytes> [x%]  <FPI bytes> [y%]  <combined> [100%]
+	// Total  <records>  <record bytes> [x%]  <FPI bytes> [y%]  <combined> [100%]
 	for _, line := range bytes.Split(out, []byte("\n")) {
 		f := strings.Fields(string(line))
-		if len(f) >= 6 && f[0] == "Total" {
-			n, err := strconv.ParseInt(f[5], 10, 64)
+		if len(f) >= 5 && f[0] == "Total" {
+			n, err := strconv.ParseInt(f[4], 10, 64)
 			if err == nil {
 				return n
 			}
