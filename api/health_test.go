@@ -34,12 +34,12 @@ func TestReadinessSaysOnlyWhatIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	rd := blobtest.NewProxy(t, cachetest.Client(t).Options().Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: rd.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
+	rd := blobtest.NewProxy(t, cachetest.Options(t).Addr)
+	c := cache.Open(&redis.Options{Addr: rd.Addr(), MaxRetries: -1}, "pbtest:readyz:", logger)
+	t.Cleanup(func() { c.Close() })
 	bucket, s3srv := blobtest.Embedded(t)
 	e := newEnv(t, withBucket(bucket), withLogger(logger), withDeps(func(d *api.Deps) {
-		d.Store, d.Cache = st, cache.New(rdb, "pbtest:readyz:", logger)
+		d.Store, d.Cache = st, c
 	}))
 
 	if r := e.get("/readyz"); r.StatusCode != http.StatusOK || strings.TrimSpace(r.text()) != `{"status":"ok","checks":{"postgres":"ok","redis":"ok","s3":"ok"}}` {

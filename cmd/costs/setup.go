@@ -35,7 +35,6 @@ type measurement struct {
 	meter   *meter
 	bucket  *blob.Bucket
 	s3      *callCounter
-	rdb     *redis.Client
 	redis   *callCounter
 	cache   *cache.Cache
 	expirer *expiry.Expirer
@@ -77,8 +76,8 @@ func newMeasurement(ctx context.Context, cfg config, out io.Writer) (_ *measurem
 	}
 	xcfg := expiry.DefaultConfig()
 	xcfg.Workers, xcfg.Host = cfg.workers, "costs"
-	m.expirer, err = expiry.New(xcfg, m.store, m.bucket, m.cache, m.cache.NewLock("claim", 5*time.Second, 10*time.Second),
-		m.logger, prometheus.NewRegistry())
+	locks := expiry.Locks{Claim: m.cache.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: m.cache.NewLease("sweep", time.Minute)}
+	m.expirer, err = expiry.New(xcfg, m.store, m.bucket, m.cache, locks, m.logger, prometheus.NewRegistry())
 	return m, err
 }
 
@@ -117,16 +116,15 @@ func s3Call(r *http.Request) string {
 	return r.Method
 }
 
-// openCache opens Redis with a hook that counts commands and pipelines.
+// openCache opens Redis (one server or a cluster) with a hook that counts commands and pipelines.
 func (m *measurement) openCache() error {
-	opts, err := redis.ParseURL(m.cfg.redisURL)
+	c, err := cache.OpenURL(m.cfg.redisURL, cache.ClientOptions{}, "costs:"+randomHex(4)+":", m.logger)
 	if err != nil {
 		return err
 	}
-	m.rdb = redis.NewClient(opts)
-	m.rdb.AddHook(countingHook{m.redis})
-	m.closers = append(m.closers, func() { m.rdb.Close() })
-	m.cache = cache.New(m.rdb, "costs:"+randomHex(4)+":", m.logger)
+	m.cache = c
+	c.Client().AddHook(countingHook{m.redis})
+	m.closers = append(m.closers, func() { c.Close() })
 	return nil
 }
 
