@@ -28,8 +28,9 @@ test: lint
 	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites
 	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
 
-# The API tests that create, read, delete and burn pastes, run again through the pooler.
-POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun)$$
+# The API tests that create, read, delete and burn pastes, and the operators' actions (cleanup runs,
+# takedowns, blocks, the audit log, console sessions), run again through the pooler.
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession)$$
 
 # With the test services up (make test starts them): every package, then the database's paths again
 # through pgbouncer in transaction pooling mode: the store and cleanup suites (claim, finish,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -82,10 +83,16 @@ func record(ctx context.Context, tx pgx.Tx, a AuditRecord) error {
 	if detail == nil {
 		detail = map[string]any{}
 	}
-	_, err := tx.Exec(ctx, `
+	// Encoded here rather than by pgx: behind a transaction pooler no statement is described
+	// first, and pgx cannot tell how to send a map to a parameter of unknown type.
+	js, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("record %s in the audit log: %w", a.Action, err)
+	}
+	_, err = tx.Exec(ctx, `
 		INSERT INTO admin_audit (actor, via, action, short_code, content_hash, reason, detail)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		a.Actor.Name, a.Actor.Via, a.Action, code, a.ContentHash, a.Reason, detail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)`,
+		a.Actor.Name, a.Actor.Via, a.Action, code, a.ContentHash, a.Reason, string(js))
 	if err != nil {
 		return fmt.Errorf("record %s in the audit log: %w", a.Action, err)
 	}
