@@ -34,9 +34,11 @@ type readiness struct {
 func handleReadyz(deps Deps) http.Handler {
 	pings := readinessChecks(deps)
 	outages := newOutages(deps.Logger, pings)
+	ready := registerReadiness(deps)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		if isClosed(deps.Draining) {
+			ready.Set(0)
 			writeJSON(w, http.StatusServiceUnavailable, readiness{Status: "stopping"})
 			return
 		}
@@ -48,8 +50,29 @@ func handleReadyz(deps Deps) http.Handler {
 		if res.Checks["postgres"] != "ok" || res.Checks["s3"] != "ok" {
 			res.Status, status = "unavailable", http.StatusServiceUnavailable
 		}
+		ready.Set(boolGauge(status == http.StatusOK))
 		writeJSON(w, status, res)
 	})
+}
+
+// registerReadiness registers pastebin_ready, which /readyz sets, and pastebin_redis_up, which the
+// cache's own view of Redis sets (the balancer's /readyz checks keep it fresh when nothing else
+// talks to Redis). Alerts read both (deploy/prometheus/alerts.yml).
+func registerReadiness(deps Deps) prometheus.Gauge {
+	ready := prometheus.NewGauge(prometheus.GaugeOpts{Name: "pastebin_ready",
+		Help: "1 when this replica's last readiness check (/readyz) passed; 0 when it failed or the replica is stopping."})
+	redisUp := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "pastebin_redis_up",
+		Help: "1 while this replica reaches Redis; 0 while it runs without cache, shared rate limits and cleanup lock."},
+		func() float64 { return boolGauge(deps.Cache.Reachable()) })
+	deps.Registry.MustRegister(ready, redisUp)
+	return ready
+}
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // outages remembers which services are down, so that /readyz logs why once when one goes down and

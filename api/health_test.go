@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"pastebin/api"
@@ -45,6 +46,7 @@ func TestReadinessSaysOnlyWhatIsDown(t *testing.T) {
 	if r := e.get("/readyz"); r.StatusCode != http.StatusOK || strings.TrimSpace(r.text()) != `{"status":"ok","checks":{"postgres":"ok","redis":"ok","s3":"ok"}}` {
 		t.Fatalf("readyz with everything up: %d %s", r.StatusCode, r.body)
 	}
+	e.wantGauges(map[string]float64{"pastebin_ready": 1, "pastebin_redis_up": 1})
 	pg.Cut()
 	rd.Cut()
 	if err := s3srv.Close(); err != nil {
@@ -57,6 +59,7 @@ func TestReadinessSaysOnlyWhatIsDown(t *testing.T) {
 			t.Errorf("readyz with everything down: %d %s", r.StatusCode, r.body)
 		}
 	}
+	e.wantGauges(map[string]float64{"pastebin_ready": 0, "pastebin_redis_up": 0})
 	got := logs.String()
 	for _, dep := range []string{"postgres", "redis", "s3"} {
 		if n := strings.Count(got, `msg="readiness: dependency down" dependency=`+dep+" err="); n != 1 {
@@ -108,5 +111,23 @@ func TestMetricsElsewhere(t *testing.T) {
 	api.MetricsHandler(e.deps.Registry).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if !strings.Contains(rec.Body.String(), "pastebin_http_requests_total") {
 		t.Errorf("the metrics handler lacks the API's metrics:\n%.500s", rec.Body.String())
+	}
+}
+
+// wantGauges checks the values of gauges in the server's registry.
+func (e *env) wantGauges(want map[string]float64) {
+	e.t.Helper()
+	families, err := e.deps.Registry.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		if _, ok := want[f.GetName()]; ok && len(f.GetMetric()) == 1 {
+			got[f.GetName()] = f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		e.t.Errorf("gauges (-want +got):\n%s", diff)
 	}
 }

@@ -83,6 +83,9 @@ func (c *Cache) Close() error { return c.rdb.Close() }
 // Key is the Redis key of a paste.
 func (c *Cache) Key(code string) string { return c.prefix + "paste:" + code }
 
+// Reachable reports whether Redis answered the last commands this process sent (no outage now).
+func (c *Cache) Reachable() bool { return !c.outage.failing.Load() }
+
 // Ping checks that Redis answers: every master, for a cluster, since a master that is down fails
 // the keys of its slots.
 func (c *Cache) Ping(ctx context.Context) error {
@@ -95,9 +98,9 @@ func (c *Cache) Ping(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ping redis: %w", err)
+		err = fmt.Errorf("ping redis: %w", err)
 	}
-	return nil
+	return c.note(ctx, err)
 }
 
 // Get looks code up. An entry is never a Hit past its expiry, nor near it (SkewMargin), nor when
