@@ -32,6 +32,7 @@ type Config struct {
 	OrphanGrace        time.Duration // the sweeper leaves younger objects alone
 	TombstoneRetention time.Duration
 	Host               string // names this process in run reports
+	Pacing             Pacing
 }
 
 // DefaultConfig is the configuration the README documents.
@@ -40,6 +41,7 @@ func DefaultConfig() Config {
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
 		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour,
+		Pacing: Pacing{Mode: PacingOff, MinRate: 500, Target: 250 * time.Millisecond},
 	}
 }
 
@@ -80,6 +82,7 @@ type Expirer struct {
 	cfg     Config
 	logger  *slog.Logger
 	metrics *metrics
+	pacer   *pacer
 
 	schedule      cron.Schedule
 	sweepSchedule cron.Schedule
@@ -97,6 +100,9 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks L
 	if cfg.BatchSize <= 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("cleanup: batch size %d and workers %d must be positive", cfg.BatchSize, cfg.Workers)
 	}
+	if err := cfg.Pacing.validate(); err != nil {
+		return nil, fmt.Errorf("cleanup: %w", err)
+	}
 	sched, err := parseSchedule(cfg.Schedule)
 	if err != nil {
 		return nil, fmt.Errorf("cleanup schedule: %w", err)
@@ -112,6 +118,7 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks L
 		schedule: sched, sweepSchedule: sweep, kick: make(chan struct{}, 1), baseCtx: context.Background(),
 	}
 	x.metrics = newMetrics(reg, x)
+	x.pacer = newPacer(cfg.Pacing, cfg.BatchSize, x.metrics, logger)
 	return x, nil
 }
 

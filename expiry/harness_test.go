@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
@@ -34,6 +36,7 @@ type env struct {
 	redis  cachetest.Kind
 	prefix string
 	logs   *syncBuffer
+	reg    *prometheus.Registry // the metrics of the last expirer made
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -87,8 +90,8 @@ func (e *env) expirer(workers int, opts ...func(*Config)) *Expirer {
 		o(&cfg)
 	}
 	logger := slog.New(slog.NewTextHandler(e.logs, nil))
-	x, err := New(cfg, e.store, e.bucket, e.cache, testLocks(e.cache),
-		logger, prometheus.NewRegistry())
+	e.reg = prometheus.NewRegistry()
+	x, err := New(cfg, e.store, e.bucket, e.cache, testLocks(e.cache), logger, e.reg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -226,4 +229,34 @@ func openBucket(t *testing.T, cfg blob.Config) *blob.Bucket {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// metric returns the value of the counter or gauge name of the last expirer made, with the label
+// pairs given (name, value, ...); 0 if it has no such series.
+func (e *env) metric(name string, labels ...string) float64 {
+	e.t.Helper()
+	families, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m.GetLabel(), labels) {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func hasLabels(got []*dto.LabelPair, want []string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		if !slices.ContainsFunc(got, func(l *dto.LabelPair) bool { return l.GetName() == want[i] && l.GetValue() == want[i+1] }) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,8 +12,9 @@ type metrics struct {
 	runs, runsFailed, batches, claimed, tombstoned prometheus.Counter
 	freed                                          prometheus.Counter
 	blobsDeleted, blobsFailed, reset, orphans      prometheus.Counter
-	unlocked                                       prometheus.Counter
-	failures                                       *prometheus.CounterVec
+	unlocked, retries, repaired, pacedSeconds      prometheus.Counter
+	failures, slowdowns                            *prometheus.CounterVec
+	rateLimit, pacingSignal                        prometheus.Gauge
 	claimSeconds, finishSeconds                    prometheus.Histogram
 	backlog, backlogAge, inProgress, outboxDepth   prometheus.Gauge
 	outboxAge                                      prometheus.Gauge
@@ -42,7 +43,13 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		reset:         counter("watchdog_resets_total", "Stuck pastes the watchdog returned to the queue."),
 		orphans:       counter("orphans_found_total", "Orphan blobs the sweeper found."),
 		unlocked:      counter("unlocked_claims_total", "Claims made without the Redis lock (Redis unreachable)."),
-		failures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_failures_total", Help: "Cleanup failures by stage."}, []string{"stage"}),
+		retries:       counter("batch_retries_total", "Finishing transactions run again after a passing failure (connection lost, deadlock, timeout)."),
+		repaired:      counter("content_repaired_total", "Content rows whose wrong ref_count broke a batch, recounted under row locks."),
+		pacedSeconds:  counter("paced_seconds_total", "Time workers waited for the pacer before a claim, summed."),
+		failures:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_failures_total", Help: "Cleanup failures by stage; constraint: a batch refused on a wrong ref_count (then repaired)."}, []string{"stage"}),
+		slowdowns:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_paced_total", Help: "Times the automatic pacing cut the rate limit, by reason."}, []string{"reason"}),
+		rateLimit:     gauge("rate_limit", "Pastes per second this process's drain may claim now; 0: no limit."),
+		pacingSignal:  gauge("pacing_signal_seconds", "Automatic pacing: the finishing transaction's latency, scaled to a full batch and smoothed."),
 		claimSeconds:  latency("claim_seconds", "Time to claim one batch."),
 		finishSeconds: latency("finish_seconds", "Time of the transaction finishing one batch."),
 		backlog:       gauge("backlog", "Pastes past their expiry not cleaned yet."),
@@ -57,7 +64,8 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		m.failures.WithLabelValues(stage)
 	}
 	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
-		m.reset, m.orphans, m.unlocked, m.failures, m.claimSeconds, m.finishSeconds,
+		m.reset, m.orphans, m.unlocked, m.retries, m.repaired, m.pacedSeconds, m.failures, m.slowdowns,
+		m.rateLimit, m.pacingSignal, m.claimSeconds, m.finishSeconds,
 		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge)
 	return m
 }

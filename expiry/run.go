@@ -12,11 +12,12 @@ import (
 
 // run is one cleanup run in progress: its counters, shared by its workers.
 type run struct {
-	id      int64
-	done    chan struct{}
-	counts  [countFields]atomic.Int64
-	mu      sync.Mutex
-	lastErr string
+	id             int64
+	done           chan struct{}
+	counts         [countFields]atomic.Int64
+	mu             sync.Mutex
+	lastErr        string
+	repairedHashes []store.HexHash // the first store.MaxRepairedHashes content rows recounted
 }
 
 // The counters of a run, in store.RunCounts order.
@@ -30,6 +31,8 @@ const (
 	cPurged
 	cBatches
 	cErrors
+	cRetried
+	cRepaired
 	countFields
 )
 
@@ -42,16 +45,29 @@ func (r *run) fail(err error) {
 	r.mu.Unlock()
 }
 
-func (r *run) snapshot() (store.RunCounts, string) {
+// addRepaired records content rows whose ref_count a batch found wrong and recounted.
+func (r *run) addRepaired(fixed []store.RefRepair) {
+	r.add(cRepaired, len(fixed))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range fixed {
+		if len(r.repairedHashes) < store.MaxRepairedHashes {
+			r.repairedHashes = append(r.repairedHashes, f.Hash)
+		}
+	}
+}
+
+func (r *run) snapshot(p store.Pacing) store.RunState {
 	c := store.RunCounts{
 		ResetStuck: r.counts[cReset].Load(), Claimed: r.counts[cClaimed].Load(),
 		Tombstoned: r.counts[cTombstoned].Load(), ContentFreed: r.counts[cFreed].Load(),
 		BlobsDeleted: r.counts[cBlobsDeleted].Load(), BlobsFailed: r.counts[cBlobsFailed].Load(),
 		Purged: r.counts[cPurged].Load(), Batches: r.counts[cBatches].Load(), Errors: r.counts[cErrors].Load(),
+		BatchesRetried: r.counts[cRetried].Load(), ContentRepaired: r.counts[cRepaired].Load(),
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return c, r.lastErr
+	return store.RunState{RunCounts: c, Pacing: p, RepairedHashes: append([]store.HexHash{}, r.repairedHashes...), LastError: r.lastErr}
 }
 
 // Start begins a cleanup run in the background and returns its id at once. If a run is already in
@@ -72,7 +88,7 @@ func (x *Expirer) Start(trigger string, audit *store.AuditRecord) (int64, error)
 // RunOnce runs one cleanup to the end and returns its report: the watchdog, then every worker
 // claiming and finishing batches until a claim comes back empty, then the outbox drained and the
 // tombstones purged. progress, if not nil, is called with the counters as the run goes.
-func (x *Expirer) RunOnce(ctx context.Context, trigger string, progress ...func(store.RunCounts)) (store.Run, error) {
+func (x *Expirer) RunOnce(ctx context.Context, trigger string, progress ...func(store.RunState)) (store.Run, error) {
 	r, started, err := x.begin(trigger, nil)
 	if err != nil {
 		return store.Run{}, err
@@ -80,7 +96,7 @@ func (x *Expirer) RunOnce(ctx context.Context, trigger string, progress ...func(
 	if !started {
 		<-r.done // another caller's run: wait for it rather than run twice
 	} else {
-		var p func(store.RunCounts)
+		var p func(store.RunState)
 		if len(progress) > 0 {
 			p = progress[0]
 		}
@@ -118,9 +134,10 @@ func (x *Expirer) begin(trigger string, audit *store.AuditRecord) (*run, bool, e
 }
 
 // execute runs r's phases, writing its report as it goes and at the end.
-func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunCounts)) {
+func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunState)) {
 	start := time.Now()
 	x.logger.InfoContext(ctx, "cleanup run started", "run", r.id, "workers", x.cfg.Workers)
+	x.pacer.start()
 	stopReports := x.reportEvery(ctx, r, time.Second, progress)
 
 	r.add(cReset, int(x.resetStuck(ctx)))
@@ -133,23 +150,25 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunCo
 	x.purge(ctx, r)
 
 	stopReports()
-	counts, lastErr := r.snapshot()
-	if ctx.Err() != nil && lastErr == "" {
-		lastErr = "interrupted: " + context.Cause(ctx).Error()
+	st := r.snapshot(x.pacer.state())
+	counts := st.RunCounts
+	if ctx.Err() != nil && st.LastError == "" {
+		st.LastError = "interrupted: " + context.Cause(ctx).Error()
 	}
-	if err := x.store.UpdateRun(context.WithoutCancel(ctx), r.id, counts, lastErr, true); err != nil {
+	if err := x.store.UpdateRun(context.WithoutCancel(ctx), r.id, st, true); err != nil {
 		x.logger.ErrorContext(ctx, "cleanup report not saved", "run", r.id, "err", err)
 	}
 	if progress != nil {
-		progress(counts)
+		progress(st)
 	}
 	x.metrics.runs.Inc()
-	if lastErr != "" {
+	if st.LastError != "" {
 		x.metrics.runsFailed.Inc()
 	}
 	x.logger.InfoContext(ctx, "cleanup run finished", "run", r.id, "duration", time.Since(start).String(),
 		"claimed", counts.Claimed, "tombstoned", counts.Tombstoned, "content_freed", counts.ContentFreed,
-		"blobs_deleted", counts.BlobsDeleted, "batches", counts.Batches, "errors", counts.Errors)
+		"blobs_deleted", counts.BlobsDeleted, "batches", counts.Batches, "errors", counts.Errors,
+		"batches_retried", counts.BatchesRetried, "content_repaired", counts.ContentRepaired)
 	x.mu.Lock()
 	x.current = nil
 	x.mu.Unlock()
@@ -157,7 +176,7 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunCo
 }
 
 // reportEvery saves r's counters (and heartbeat) every period until the returned stop is called.
-func (x *Expirer) reportEvery(ctx context.Context, r *run, period time.Duration, progress func(store.RunCounts)) func() {
+func (x *Expirer) reportEvery(ctx context.Context, r *run, period time.Duration, progress func(store.RunState)) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -168,11 +187,11 @@ func (x *Expirer) reportEvery(ctx context.Context, r *run, period time.Duration,
 			case <-stop:
 				return
 			case <-t.C:
-				counts, lastErr := r.snapshot()
+				st := r.snapshot(x.pacer.state())
 				if progress != nil {
-					progress(counts)
+					progress(st)
 				}
-				if err := x.store.UpdateRun(ctx, r.id, counts, lastErr, false); err != nil && !errors.Is(err, context.Canceled) {
+				if err := x.store.UpdateRun(ctx, r.id, st, false); err != nil && !errors.Is(err, context.Canceled) {
 					x.logger.WarnContext(ctx, "cleanup progress not saved", "run", r.id, "err", err)
 				}
 			}

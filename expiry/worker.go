@@ -51,6 +51,9 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Claim) {
 	failures := 0
 	for ctx.Err() == nil {
+		if x.pacer.wait(ctx) != nil {
+			return
+		}
 		c, err := x.claim(ctx)
 		if err != nil && ctx.Err() != nil {
 			return // shutting down (or the run's finish failed): not a failure of the claim
@@ -74,14 +77,12 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 }
 
 // finishClaims is the second stage: one transaction per batch tombstones its rows and releases
-// their content. A batch that fails goes back to the queue at once, and the worker stops claiming:
-// whatever failed it would likely fail the next batch too, and the next run takes them all.
+// their content (finish repairs a wrong ref_count and retries a passing failure). A batch that still
+// fails goes back to the queue at once, and the worker stops claiming: whatever failed it would
+// likely fail the next batch too, and the next run takes them all.
 func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Claim, out chan<- committed, stopClaims func()) {
 	for c := range in {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
-		start := time.Now()
-		rel, err := x.store.FinishClaim(sctx, c, outboxLease)
-		cancel()
+		rel, err := x.finish(ctx, r, c)
 		if err != nil {
 			r.fail(err)
 			x.metrics.failures.WithLabelValues("finish").Inc()
@@ -90,7 +91,6 @@ func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Clai
 			stopClaims()
 			continue
 		}
-		x.metrics.finishSeconds.Observe(time.Since(start).Seconds())
 		x.metrics.batches.Inc()
 		x.metrics.tombstoned.Add(float64(len(rel.Codes)))
 		x.metrics.freed.Add(float64(rel.FreedContent))

@@ -102,7 +102,8 @@ func (s *Store) ReturnClaim(ctx context.Context, codes []string) (int64, error) 
 // by content, a second deletes the content that reached zero and queues its blobs. A row the
 // watchdog reset, or that another claim finished first, is not in DELETION_IN_PROGRESS any more and
 // changes nothing (invariant 6). Freed blobs are queued as due after outboxDelay: the worker deletes
-// them itself at once, and the outbox is the fallback if it dies first.
+// them itself at once, and the outbox is the fallback if it dies first. A wrong ref_count among the
+// batch's content fails the whole transaction with ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
 func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Duration) (Released, error) {
 	var rel Released
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -110,7 +111,7 @@ func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Durat
 		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, StatusDeleting, ReasonExpired, outboxDelay)
 		return err
 	})
-	return rel, err
+	return rel, refCountError(err)
 }
 
 // resetStuckSQL reads idx_watchdog_stuck, which holds only the rows in flight.

@@ -20,21 +20,41 @@ type Run struct {
 	HeartbeatAt time.Time  `json:"heartbeat_at"`
 	Duration    float64    `json:"duration_seconds"` // so far, for a run still going
 	Workers     int        `json:"workers"`
-	RunCounts
-	LastError string `json:"last_error"`
+	RunState
 }
+
+// RunState is what the process running a run writes to its report as it goes.
+type RunState struct {
+	RunCounts
+	Pacing         Pacing    `json:"pacing"`
+	RepairedHashes []HexHash `json:"repaired_hashes"` // the first MaxRepairedHashes content rows recounted
+	LastError      string    `json:"last_error"`
+}
+
+// MaxRepairedHashes is how many repaired content hashes a run report keeps; the count has them all.
+const MaxRepairedHashes = 100
 
 // RunCounts are a run's counters.
 type RunCounts struct {
-	ResetStuck   int64 `json:"reset_stuck"`
-	Claimed      int64 `json:"claimed"`
-	Tombstoned   int64 `json:"tombstoned"`
-	ContentFreed int64 `json:"content_freed"`
-	BlobsDeleted int64 `json:"blobs_deleted"`
-	BlobsFailed  int64 `json:"blobs_failed"`
-	Purged       int64 `json:"purged"`
-	Batches      int64 `json:"batches"`
-	Errors       int64 `json:"errors"`
+	ResetStuck      int64 `json:"reset_stuck"`
+	Claimed         int64 `json:"claimed"`
+	Tombstoned      int64 `json:"tombstoned"`
+	ContentFreed    int64 `json:"content_freed"`
+	BlobsDeleted    int64 `json:"blobs_deleted"`
+	BlobsFailed     int64 `json:"blobs_failed"`
+	Purged          int64 `json:"purged"`
+	Batches         int64 `json:"batches"`
+	Errors          int64 `json:"errors"`
+	BatchesRetried  int64 `json:"batches_retried"`  // finishing transactions run again after a passing failure
+	ContentRepaired int64 `json:"content_repaired"` // content rows whose wrong ref_count broke a batch, recounted
+}
+
+// Pacing is how a run's drain was paced (DESIGN.md, "Pacing the drain"), per process.
+type Pacing struct {
+	Mode          string   `json:"mode"`           // off, max_rate or auto
+	RateLimit     *float64 `json:"rate_limit"`     // pastes/s this process allows now; null: no limit
+	Reason        string   `json:"reason"`         // why the limit is below its ceiling now; empty: it is not
+	WaitedSeconds float64  `json:"waited_seconds"` // time the workers waited for the pacer, summed
 }
 
 // abandonedAfter is how long a running run may go without a heartbeat before it counts as abandoned:
@@ -59,34 +79,54 @@ func (s *Store) StartRun(ctx context.Context, trigger, host string, workers int,
 	return id, nil
 }
 
-// UpdateRun writes a run's counters and heartbeat; with finish, also its end and final status.
-func (s *Store) UpdateRun(ctx context.Context, id int64, c RunCounts, lastError string, finish bool) error {
+// UpdateRun writes a run's state and heartbeat; with finish, also its end and final status.
+func (s *Store) UpdateRun(ctx context.Context, id int64, st RunState, finish bool) error {
+	c, p := st.RunCounts, st.Pacing
 	_, err := s.pool.Exec(ctx, `
 		UPDATE cleanup_runs SET reset_stuck = $2, claimed = $3, tombstoned = $4, content_freed = $5,
 		       blobs_deleted = $6, blobs_failed = $7, purged = $8, batches = $9, errors = $10, last_error = $11,
+		       batches_retried = $13, content_repaired = $14, repaired_hashes = $15,
+		       pacing = $16, rate_limit = $17, paced_reason = $18, paced_seconds = $19,
 		       heartbeat_at = now(),
 		       finished_at = CASE WHEN $12 THEN now() END,
 		       status = CASE WHEN NOT $12 THEN 'running' WHEN $11 = '' THEN 'finished' ELSE 'failed' END
 		WHERE id = $1`,
 		id, c.ResetStuck, c.Claimed, c.Tombstoned, c.ContentFreed, c.BlobsDeleted, c.BlobsFailed, c.Purged,
-		c.Batches, c.Errors, lastError, finish)
+		c.Batches, c.Errors, st.LastError, finish, c.BatchesRetried, c.ContentRepaired, hashBytes(st.RepairedHashes),
+		p.Mode, p.RateLimit, p.Reason, p.WaitedSeconds)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", id, err)
 	}
 	return nil
 }
 
+func hashBytes(hs []HexHash) [][]byte {
+	out := make([][]byte, len(hs))
+	for i, h := range hs {
+		out[i] = h
+	}
+	return out
+}
+
 const runColumns = `id, trigger, host,
 	CASE WHEN status = 'running' AND heartbeat_at < now() - $1::interval THEN 'abandoned' ELSE status END,
 	started_at, finished_at, heartbeat_at,
 	extract(epoch FROM coalesce(finished_at, now()) - started_at)::float8, workers, reset_stuck, claimed, tombstoned, content_freed,
-	blobs_deleted, blobs_failed, purged, batches, errors, last_error`
+	blobs_deleted, blobs_failed, purged, batches, errors, batches_retried, content_repaired, repaired_hashes,
+	pacing, rate_limit, paced_reason, paced_seconds, last_error`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
+	var hashes [][]byte
+	c, p := &r.RunCounts, &r.Pacing
 	err := row.Scan(&r.ID, &r.Trigger, &r.Host, &r.Status, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
-		&r.Duration, &r.Workers, &r.ResetStuck, &r.Claimed, &r.Tombstoned, &r.ContentFreed, &r.BlobsDeleted,
-		&r.BlobsFailed, &r.Purged, &r.Batches, &r.Errors, &r.LastError)
+		&r.Duration, &r.Workers, &c.ResetStuck, &c.Claimed, &c.Tombstoned, &c.ContentFreed, &c.BlobsDeleted,
+		&c.BlobsFailed, &c.Purged, &c.Batches, &c.Errors, &c.BatchesRetried, &c.ContentRepaired, &hashes,
+		&p.Mode, &p.RateLimit, &p.Reason, &p.WaitedSeconds, &r.LastError)
+	r.RepairedHashes = make([]HexHash, len(hashes))
+	for i, h := range hashes {
+		r.RepairedHashes[i] = h
+	}
 	return r, err
 }
 

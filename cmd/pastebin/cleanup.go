@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -54,8 +55,10 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	set, done := newProgress(stdout, progressSpec{total: backlog.Expired, bar: "cleaning expired pastes", unit: "pastes",
-		event: "cleanup progress", key: "tombstoned"}, logger)
-	run, err := x.RunOnce(ctx, "cli", func(c store.RunCounts) { set(c.Tombstoned, "blobs_deleted", c.BlobsDeleted) })
+		event: "cleanup progress", key: "tombstoned", note: "pacing"}, logger)
+	run, err := x.RunOnce(ctx, "cli", func(st store.RunState) {
+		set(st.Tombstoned, "blobs_deleted", st.BlobsDeleted, "pacing", pacingNote(st.Pacing))
+	})
 	done()
 	if err != nil {
 		return err
@@ -128,9 +131,15 @@ func printRun(w io.Writer, r store.Run, asJSON bool) error {
 		n    int64
 	}{{"stuck claims reset", r.ResetStuck}, {"claimed", r.Claimed}, {"tombstoned", r.Tombstoned},
 		{"content rows freed", r.ContentFreed}, {"blobs deleted", r.BlobsDeleted}, {"blob deletes failed", r.BlobsFailed},
-		{"tombstones purged", r.Purged}, {"batches", r.Batches}, {"errors", r.Errors}} {
+		{"tombstones purged", r.Purged}, {"batches", r.Batches}, {"batches retried", r.BatchesRetried},
+		{"content rows repaired", r.ContentRepaired}, {"errors", r.Errors}} {
 		fmt.Fprintf(tw, "%s\t%d\n", row.name, row.n)
 	}
+	if r.ContentRepaired > 0 {
+		fmt.Fprintf(tw, "content hashes repaired\t%s\n", joinHashes(r.RepairedHashes))
+	}
+	fmt.Fprintf(tw, "pacing\t%s, waited %s\n", pacingNote(r.Pacing),
+		time.Duration(r.Pacing.WaitedSeconds*float64(time.Second)).Round(time.Millisecond))
 	if r.LastError != "" {
 		fmt.Fprintf(tw, "last error\t%s\n", r.LastError)
 	}
@@ -166,4 +175,24 @@ func runSweep(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(rep)
+}
+
+// pacingNote says how a drain is paced: its mode, the limit in force and why.
+func pacingNote(p store.Pacing) string {
+	if p.RateLimit == nil {
+		return p.Mode + ", no limit"
+	}
+	note := fmt.Sprintf("%s, %.0f pastes/s", p.Mode, *p.RateLimit)
+	if p.Reason != "" {
+		note += ": " + strings.ReplaceAll(p.Reason, "_", " ")
+	}
+	return note
+}
+
+func joinHashes(hs []store.HexHash) string {
+	s := make([]string, len(hs))
+	for i, h := range hs {
+		s[i] = h.String()
+	}
+	return strings.Join(s, " ")
 }

@@ -2,8 +2,12 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"log/slog"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +26,7 @@ type expiryConfig struct {
 	orphanGrace        duration
 	tombstoneRetention duration
 	lockTTL            duration
+	pacing             expiry.Pacing
 }
 
 func (c *expiryConfig) register(fs *flag.FlagSet) {
@@ -37,6 +42,39 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.sweepSchedule, "sweep-schedule", d.SweepSchedule, `when the orphan sweeper runs, UTC (cron or "@every 6h"); empty: never`)
 	c.registerOrphanGrace(fs)
 	fs.Var(&c.tombstoneRetention, "tombstone-retention", "deleted pastes are remembered (410, idempotent deletes) this long")
+	c.registerPacing(fs, d.Pacing)
+}
+
+// registerPacing adds the settings of the drain's pace (README, "Pacing the drain").
+func (c *expiryConfig) registerPacing(fs *flag.FlagSet, d expiry.Pacing) {
+	c.pacing = d
+	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": slow the drain while its finishing transactions are slower than -cleanup-pacing-target; "off": only -cleanup-max-rate`)
+	fs.Var((*pastesPerSecond)(&c.pacing.MaxRate), "cleanup-max-rate", "most expired pastes per second this process's drain claims, in every pacing mode; empty or 0: no limit")
+	fs.Var((*pastesPerSecond)(&c.pacing.MinRate), "cleanup-min-rate", "automatic pacing never slows this process's drain below this many pastes per second")
+	fs.DurationVar(&c.pacing.Target, "cleanup-pacing-target", d.Target, "automatic pacing keeps the finishing transaction of a 1000-paste batch under this (250ms)")
+}
+
+// pastesPerSecond is a flag for a rate of pastes: a number, 0 or empty for none.
+type pastesPerSecond float64
+
+func (r *pastesPerSecond) String() string {
+	if *r == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(float64(*r), 'f', -1, 64)
+}
+
+func (r *pastesPerSecond) Set(v string) error {
+	if v = strings.TrimSpace(v); v == "" {
+		*r = 0
+		return nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Errorf("not a number of pastes per second such as 5000")
+	}
+	*r = pastesPerSecond(f)
+	return nil
 }
 
 // registerOrphanGrace adds the grace period alone: the sweeper and fsck must agree on it.
@@ -55,7 +93,7 @@ func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg promet
 		Workers: c.workers, BatchSize: c.batchSize, Schedule: c.schedule, StuckAfter: time.Duration(c.stuckAfter),
 		WatchdogEvery: min(time.Minute, time.Duration(c.stuckAfter)/2), OutboxEvery: time.Duration(c.outboxEvery),
 		SweepSchedule: c.sweepSchedule, OrphanGrace: time.Duration(c.orphanGrace),
-		TombstoneRetention: time.Duration(c.tombstoneRetention), Host: host,
+		TombstoneRetention: time.Duration(c.tombstoneRetention), Host: host, Pacing: c.pacing,
 	}
 	locks := expiry.Locks{
 		Claim: svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL)),

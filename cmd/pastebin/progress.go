@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -16,6 +17,7 @@ type progressSpec struct {
 	unit  string // what the bar counts, per second
 	event string // the log message, elsewhere
 	key   string // the count's name in the log message
+	note  string // an attribute whose value the bar shows after its description, when set passes one
 }
 
 // newProgress shows a command's progress: a bar on a terminal, a log line every few seconds
@@ -34,6 +36,23 @@ func newProgress(stdout io.Writer, spec progressSpec, logger *slog.Logger) (set 
 	bar := progressbar.NewOptions64(total, progressbar.OptionSetWriter(stdout),
 		progressbar.OptionSetDescription(spec.bar), progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(), progressbar.OptionSetItsString(spec.unit), progressbar.OptionThrottle(200*time.Millisecond))
-	return func(n int64, _ ...any) { _ = bar.Set64(min(n, total)) },
+	shown := ""
+	return func(n int64, attrs ...any) {
+			if note := attrValue(attrs, spec.note); note != shown {
+				shown = note
+				bar.Describe(strings.TrimSuffix(spec.bar+" ("+note+")", " ()"))
+			}
+			_ = bar.Set64(min(n, total))
+		},
 		func() { _ = bar.Finish(); fmt.Fprintln(stdout) }
+}
+
+// attrValue returns the value of key in attrs, alternating keys and values, as text; "" if absent.
+func attrValue(attrs []any, key string) string {
+	for i := 0; key != "" && i+1 < len(attrs); i += 2 {
+		if attrs[i] == key {
+			return fmt.Sprint(attrs[i+1])
+		}
+	}
+	return ""
 }

@@ -1,0 +1,159 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"pastebin/store"
+)
+
+// Pacing modes (PASTEBIN_CLEANUP_PACING).
+const (
+	PacingOff  = "off"  // no automatic pacing; MaxRate alone, if set, is a ceiling
+	PacingAuto = "auto" // slow down while the finishing transactions are slower than the target
+)
+
+// Pacing is how fast one process's drain may go (DESIGN.md, "Pacing the drain").
+type Pacing struct {
+	Mode    string        // PacingOff or PacingAuto
+	MaxRate float64       // pastes/s, a ceiling in every mode; 0: none
+	MinRate float64       // pastes/s the automatic pacing never goes below
+	Target  time.Duration // auto: the finishing transaction of a full batch is kept under this
+}
+
+func (p Pacing) validate() error {
+	switch {
+	case p.Mode != PacingOff && p.Mode != PacingAuto:
+		return fmt.Errorf("pacing %q: want %s or %s", p.Mode, PacingAuto, PacingOff)
+	case p.MaxRate < 0 || p.MinRate < 0:
+		return fmt.Errorf("pacing rates %g and %g must not be negative", p.MaxRate, p.MinRate)
+	case p.Mode == PacingAuto && (p.MinRate <= 0 || p.Target <= 0):
+		return fmt.Errorf("automatic pacing needs a minimum rate and a target above zero")
+	case p.MaxRate > 0 && p.MinRate > p.MaxRate:
+		return fmt.Errorf("minimum rate %g is above the maximum %g", p.MinRate, p.MaxRate)
+	}
+	return nil
+}
+
+// pacer paces the claims of one process's workers: before each claim a worker waits for a batch's
+// tokens from a token bucket, between batches, so the claim, the finishing transaction and the
+// after-commit stage stay as they are; a paced drain is slower, never different. The bucket's rate
+// is the ceiling, or what the controller sets in automatic mode.
+type pacer struct {
+	cfg     Pacing
+	batch   int
+	metrics *metrics
+	logger  *slog.Logger
+
+	mu     sync.Mutex
+	lim    *rate.Limiter
+	ctl    *controller // nil unless automatic
+	waited time.Duration
+}
+
+func newPacer(cfg Pacing, batch int, m *metrics, logger *slog.Logger) *pacer {
+	p := &pacer{cfg: cfg, batch: batch, metrics: m, logger: logger}
+	p.start()
+	return p
+}
+
+func (p *pacer) ceiling() float64 {
+	if p.cfg.MaxRate > 0 {
+		return p.cfg.MaxRate
+	}
+	return math.Inf(1)
+}
+
+// start begins a run: the ceiling again, and an empty bucket, so that the first batch of a run is
+// paid for like the others and a run's rate stays under the ceiling however it is measured.
+func (p *pacer) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if p.cfg.Mode == PacingAuto {
+		p.ctl = newController(p.cfg.Target, p.cfg.MinRate, p.ceiling(), p.batch, now)
+	}
+	p.lim = rate.NewLimiter(toLimit(p.ceiling()), p.batch)
+	p.lim.ReserveN(now, p.batch)
+	p.waited = 0
+	p.publish(p.ceiling())
+}
+
+// wait blocks until the bucket holds a batch's tokens; only a cancelled ctx ends it sooner.
+func (p *pacer) wait(ctx context.Context) error {
+	p.mu.Lock()
+	lim := p.lim
+	p.mu.Unlock()
+	start := time.Now()
+	err := lim.WaitN(ctx, p.batch)
+	if d := time.Since(start); d > time.Millisecond {
+		p.metrics.pacedSeconds.Add(d.Seconds())
+		p.mu.Lock()
+		p.waited += d
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// observe feeds a finishing transaction's latency to the controller, in automatic mode.
+func (p *pacer) observe(rows int, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctl == nil || rows == 0 {
+		return
+	}
+	before, reason := p.lim.Limit(), p.ctl.reason
+	now := time.Now()
+	limit := p.ctl.observe(now, rows, d)
+	p.metrics.pacingSignal.Set(p.ctl.signal)
+	if toLimit(limit) == before {
+		return
+	}
+	p.lim.SetLimitAt(now, toLimit(limit))
+	if toLimit(limit) < before && p.ctl.reason == reasonDatabaseSlow {
+		p.metrics.slowdowns.WithLabelValues(reasonDatabaseSlow).Inc()
+	}
+	if p.ctl.reason != reason || toLimit(limit) < before {
+		p.logger.Info("cleanup pacing changed the rate limit", "rate_limit", limit,
+			"reason", p.ctl.reason, "finish_seconds_per_batch", p.ctl.signal, "target_seconds", p.cfg.Target.Seconds())
+	}
+	p.publish(limit)
+}
+
+func (p *pacer) publish(limit float64) {
+	if math.IsInf(limit, 1) {
+		limit = 0
+	}
+	p.metrics.rateLimit.Set(limit)
+}
+
+// state is the pacing as a run report shows it.
+func (p *pacer) state() store.Pacing {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := store.Pacing{Mode: p.cfg.Mode, WaitedSeconds: p.waited.Seconds()}
+	if s.Mode == PacingOff && p.cfg.MaxRate > 0 {
+		s.Mode, s.Reason = "max_rate", reasonMaxRate
+	}
+	if p.ctl != nil {
+		s.Reason = p.ctl.reason
+	}
+	if l := p.lim.Limit(); l != rate.Inf {
+		v := float64(l)
+		s.RateLimit = &v
+	}
+	return s
+}
+
+func toLimit(r float64) rate.Limit {
+	if math.IsInf(r, 1) {
+		return rate.Inf
+	}
+	return rate.Limit(r)
+}
