@@ -25,6 +25,8 @@ type Pacing struct {
 	MaxRate float64       // pastes/s, a ceiling in every mode; 0: none
 	MinRate float64       // pastes/s the automatic pacing never goes below
 	Target  time.Duration // auto: the finishing transaction of a full batch is kept under this
+
+	tuning tuning // the controller's time constants; zero: defaultTuning (tests shorten them)
 }
 
 func (p Pacing) validate() error {
@@ -77,7 +79,7 @@ func (p *pacer) start() {
 	defer p.mu.Unlock()
 	now := time.Now()
 	if p.cfg.Mode == PacingAuto {
-		p.ctl = newController(p.cfg.Target, p.cfg.MinRate, p.ceiling(), p.batch, now)
+		p.ctl = newController(p.cfg, p.ceiling(), p.batch, now)
 	}
 	p.lim = rate.NewLimiter(toLimit(p.ceiling()), p.batch)
 	p.lim.ReserveN(now, p.batch)

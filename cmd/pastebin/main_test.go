@@ -19,7 +19,7 @@ import (
 )
 
 // testEnv is the environment of a pastebin process on its own database and bucket.
-func testEnv(t *testing.T) map[string]string {
+func testEnv(t testing.TB) map[string]string {
 	t.Helper()
 	s3 := blobtest.Config(t)
 	t.Cleanup(func() { blobtest.Remove(t, s3) })
@@ -44,7 +44,7 @@ type deployment struct {
 	bucket *blob.Bucket
 }
 
-func newDeployment(t *testing.T, spec storetest.SeedSpec) deployment {
+func newDeployment(t testing.TB, spec storetest.SeedSpec) deployment {
 	t.Helper()
 	ctx := context.Background()
 	env := testEnv(t)
@@ -72,7 +72,7 @@ func newDeployment(t *testing.T, spec storetest.SeedSpec) deployment {
 
 // startServe runs `pastebin serve` in the background and returns its base URL and a function that
 // stops it (as SIGTERM would) and returns run's error.
-func startServe(t *testing.T, env map[string]string) (string, func() error) {
+func startServe(t testing.TB, env map[string]string) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()

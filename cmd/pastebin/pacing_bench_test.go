@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"pastebin/store"
+	"pastebin/store/storetest"
+)
+
+// BenchmarkPacingSignals measures what the automatic pacing could listen to. One serve process
+// with two cleanup workers carries a steady open-loop load (cached raw reads, metadata reads,
+// creates of new and shared content); a drain runs at several ceilings, then paced automatically;
+// each line shows the drain's rate against what users saw (the load's p50/p99, the baseline first)
+// and the candidate signals: the finishing transaction's latency, a probe query's latency through
+// its own connection, and PostgreSQL's active backends and lock waiters. It is a measurement on a
+// shared machine, not a test: it runs only with PASTEBIN_PACING_BENCH=1 (README, "Pacing the drain").
+func BenchmarkPacingSignals(b *testing.B) {
+	if os.Getenv("PASTEBIN_PACING_BENCH") == "" {
+		b.Skip("a measurement of several minutes: set PASTEBIN_PACING_BENCH=1")
+	}
+	loadRate, _ := strconv.Atoi(orDefault(os.Getenv("PASTEBIN_PACING_BENCH_LOAD"), "300"))
+	scale, _ := strconv.ParseFloat(orDefault(os.Getenv("PASTEBIN_PACING_BENCH_SCALE"), "1"), 64)
+	d := newDeployment(b, storetest.SeedSpec{Pastes: 1, Expired: 0, Tag: "Z"})
+	d.env["PASTEBIN_ADMIN_TOKEN"] = "pacing-bench-admin-token"
+	d.env["PASTEBIN_RATE_CREATE"] = "off"
+	d.env["PASTEBIN_CLEANUP_WORKERS"] = "2"
+	phases := []pacingPhase{
+		{name: "baseline, no drain", tag: ""},
+		{name: "drain, no limit", tag: "A", pastes: 200000},
+		{name: "drain at most 8000/s", tag: "B", pastes: 120000, maxRate: "8000"},
+		{name: "drain at most 4000/s", tag: "C", pastes: 60000, maxRate: "4000"},
+		{name: "drain at most 2000/s", tag: "D", pastes: 30000, maxRate: "2000"},
+		{name: "drain at most 1000/s", tag: "E", pastes: 15000, maxRate: "1000"},
+		{name: "drain, pacing auto", tag: "F", pastes: 200000, pacing: "auto"},
+		{name: "baseline again", tag: ""},
+	}
+	var rows []pacingResult
+	for _, ph := range phases {
+		ph.pastes = int(float64(ph.pastes) * scale)
+		res := measurePhase(b, d, ph, loadRate)
+		b.Logf("%s: %+v", ph.name, res)
+		rows = append(rows, res)
+	}
+	printPacingTable(os.Stdout, rows, loadRate)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+type pacingPhase struct {
+	name, tag       string
+	pastes          int
+	maxRate, pacing string
+}
+
+type pacingResult struct {
+	phase                  string
+	seconds, drainRate     float64
+	fgP50, fgP99           time.Duration
+	fgCount, fgErrors      int
+	finishMean, finishP99  time.Duration
+	probeP50, probeP99     time.Duration
+	active, lockWaiters    float64
+	rateLimit, pacedReason string
+}
+
+// measurePhase restarts serve with the phase's pacing, seeds its expired pastes, and measures while
+// the drain runs (or for 15 s without one).
+func measurePhase(b *testing.B, d deployment, ph pacingPhase, loadRate int) pacingResult {
+	ctx := context.Background()
+	if ph.tag != "" {
+		if _, err := storetest.Seed(ctx, d.store.Pool(), storetest.SeedSpec{Pastes: ph.pastes, Expired: ph.pastes, Shared: 0.4, Tag: ph.tag}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := d.store.Pool().Exec(ctx, `VACUUM ANALYZE pastes`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env := merged(d.env, map[string]string{"PASTEBIN_CLEANUP_MAX_RATE": ph.maxRate, "PASTEBIN_CLEANUP_PACING": orDefault(ph.pacing, "off")})
+	base, stop := startServe(b, env)
+	defer stop()
+	l := newLoad(b, base, 500)
+	stopLoad := l.run(loadRate)
+	time.Sleep(3 * time.Second) // warm the cache and the connections
+	l.reset()
+	s := newSampler(b, d.store.Pool())
+	metricsBefore := scrape(b, base)
+	start := time.Now()
+	run := store.Run{}
+	if ph.tag == "" {
+		time.Sleep(15 * time.Second)
+	} else {
+		run = drain(b, base)
+	}
+	elapsed := time.Since(start)
+	fg := l.snapshot()
+	probes, active, waiters := s.stop()
+	stopLoad()
+	metricsAfter := scrape(b, base)
+	res := pacingResult{phase: ph.name, seconds: elapsed.Seconds(), fgCount: len(fg.lat), fgErrors: fg.errors,
+		fgP50: quantile(fg.lat, .5), fgP99: quantile(fg.lat, .99), probeP50: quantile(probes, .5), probeP99: quantile(probes, .99),
+		active: active, lockWaiters: waiters}
+	if ph.tag != "" {
+		res.drainRate = float64(run.Tombstoned) / elapsed.Seconds()
+		res.finishMean, res.finishP99 = histogramDelta(metricsBefore, metricsAfter, "pastebin_cleanup_finish_seconds")
+		res.pacedReason = run.Pacing.Reason
+		if run.Pacing.RateLimit != nil {
+			res.rateLimit = fmt.Sprintf("%.0f", *run.Pacing.RateLimit)
+		}
+	}
+	return res
+}
+
+func merged(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// drain starts a run through the admin API and follows its report until it ends.
+func drain(b *testing.B, base string) store.Run {
+	req, _ := http.NewRequest(http.MethodPost, base+"/admin/cleanup", nil)
+	req.Header.Set("Authorization", "Bearer pacing-bench-admin-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var run store.Run
+	json.NewDecoder(resp.Body).Decode(&run)
+	resp.Body.Close()
+	for i := 0; i < 6000; i++ {
+		time.Sleep(100 * time.Millisecond)
+		req, _ := http.NewRequest(http.MethodGet, base+"/admin/cleanup/runs/"+strconv.FormatInt(run.ID, 10), nil)
+		req.Header.Set("Authorization", "Bearer pacing-bench-admin-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		json.NewDecoder(resp.Body).Decode(&run)
+		resp.Body.Close()
+		if run.Status != "running" {
+			return run
+		}
+	}
+	b.Fatal("the drain did not end within 10 minutes")
+	return run
+}
+
+// load is an open-loop foreground load: requests start on a fixed schedule whatever the answers do.
+type load struct {
+	b      *testing.B
+	base   string
+	client *http.Client
+	codes  []string
+	mu     sync.Mutex
+	lat    []time.Duration
+	errors int
+}
+
+func newLoad(b *testing.B, base string, live int) *load {
+	l := &load{b: b, base: base, client: &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	for i := range live {
+		code, err := l.create(fmt.Sprintf("live paste %d %d", i, rand.Int64()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.codes = append(l.codes, code)
+	}
+	return l
+}
+
+func (l *load) create(content string) (string, error) {
+	resp, err := l.client.Post(l.base+"/?expires_in=1h", "text/plain", strings.NewReader(content))
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("create: %d %s", resp.StatusCode, body)
+	}
+	url := strings.SplitN(string(body), "\n", 2)[0]
+	return url[strings.LastIndex(url, "/")+1:], nil
+}
+
+func (l *load) one() error {
+	code := l.codes[rand.N(len(l.codes))]
+	switch r := rand.N(10); {
+	case r < 6:
+		return l.get("/raw/" + code)
+	case r < 8:
+		return l.get("/api/v1/pastes/" + code)
+	case r < 9:
+		_, err := l.create(fmt.Sprintf("shared paste %d", rand.N(50)))
+		return err
+	default:
+		_, err := l.create(fmt.Sprintf("new paste %d", rand.Int64()))
+		return err
+	}
+}
+
+func (l *load) get(path string) error {
+	resp, err := l.client.Get(l.base + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %d", path, resp.StatusCode)
+	}
+	return nil
+}
+
+// run starts requests at rate per second until the returned stop is called.
+func (l *load) run(rate int) func() {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var inFlight atomic.Int64
+	wg.Go(func() {
+		t := time.NewTicker(time.Second / time.Duration(rate))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			if inFlight.Load() > 256 {
+				l.record(0, fmt.Errorf("overloaded"))
+				continue
+			}
+			inFlight.Add(1)
+			wg.Go(func() {
+				defer inFlight.Add(-1)
+				start := time.Now()
+				err := l.one()
+				l.record(time.Since(start), err)
+			})
+		}
+	})
+	return func() { close(stop); wg.Wait() }
+}
+
+func (l *load) record(d time.Duration, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.errors++
+		return
+	}
+	l.lat = append(l.lat, d)
+}
+
+func (l *load) reset() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lat, l.errors = nil, 0
+}
+
+func (l *load) snapshot() struct {
+	lat    []time.Duration
+	errors int
+} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return struct {
+		lat    []time.Duration
+		errors int
+	}{slices.Clone(l.lat), l.errors}
+}
+
+// sampler times a probe query through its own connection every 20 ms and samples pg_stat_activity
+// every 100 ms.
+type sampler struct {
+	done             chan struct{}
+	wg               sync.WaitGroup
+	probes           []time.Duration
+	active, waiters  float64
+	activityReadings int
+}
+
+func newSampler(b *testing.B, pool *pgxpool.Pool) *sampler {
+	s := &sampler{done: make(chan struct{})}
+	ctx := context.Background()
+	s.wg.Go(func() {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return
+		}
+		defer conn.Release()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			var n int
+			conn.QueryRow(ctx, `SELECT count(*) FROM pastes WHERE short_code = $1`, fmt.Sprintf("Z%010d", i)).Scan(&n)
+			s.probes = append(s.probes, time.Since(start))
+			if i%5 == 0 {
+				var a, w float64
+				conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state = 'active'), count(*) FILTER (WHERE wait_event_type = 'Lock')
+					FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&a, &w)
+				s.active, s.waiters, s.activityReadings = s.active+a, s.waiters+w, s.activityReadings+1
+			}
+		}
+	})
+	return s
+}
+
+func (s *sampler) stop() ([]time.Duration, float64, float64) {
+	close(s.done)
+	s.wg.Wait()
+	n := float64(max(s.activityReadings, 1))
+	return s.probes, s.active / n, s.waiters / n
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// scrape reads /metrics as name{labels} -> value.
+func scrape(b *testing.B, base string) map[string]float64 {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// histogramDelta returns the mean and the p99 (the upper bound of its bucket) of a histogram's
+// observations between two scrapes.
+func histogramDelta(before, after map[string]float64, name string) (time.Duration, time.Duration) {
+	count := after[name+"_count"] - before[name+"_count"]
+	if count == 0 {
+		return 0, 0
+	}
+	mean := (after[name+"_sum"] - before[name+"_sum"]) / count
+	var bounds []float64
+	for k := range after {
+		if strings.HasPrefix(k, name+`_bucket{le="`) && !strings.Contains(k, "+Inf") {
+			le, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(k, name+`_bucket{le="`), `"}`), 64)
+			bounds = append(bounds, le)
+		}
+	}
+	slices.Sort(bounds)
+	p99 := 0.0
+	for _, le := range bounds {
+		k := name + `_bucket{le="` + strconv.FormatFloat(le, 'g', -1, 64) + `"}`
+		if after[k]-before[k] >= 0.99*count {
+			p99 = le
+			break
+		}
+	}
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	return sec(mean), sec(p99)
+}
+
+func printPacingTable(w io.Writer, rows []pacingResult, loadRate int) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "foreground load %d req/s, open loop\t\t\t\t\t\t\t\t\t\t\t\t\n", loadRate)
+	fmt.Fprintln(tw, "phase\tseconds\tdrain/s\tfg p50\tfg p99\tfg errors\tfinish mean\tfinish p99≤\tprobe p50\tprobe p99\tactive\tlock waits\tlimit\t")
+	r := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+	for _, x := range rows {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s %s\t\n", x.phase, x.seconds, x.drainRate,
+			r(x.fgP50), r(x.fgP99), x.fgErrors, x.fgCount, r(x.finishMean), r(x.finishP99), r(x.probeP50), r(x.probeP99),
+			x.active, x.lockWaiters, x.rateLimit, x.pacedReason)
+	}
+	tw.Flush()
+}
