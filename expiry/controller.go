@@ -55,7 +55,7 @@ type controller struct {
 }
 
 func newController(p Pacing, maxRate float64, batch int, now time.Time) *controller {
-	c := &controller{target: p.Target.Seconds(), minRate: p.MinRate, maxRate: maxRate, batch: batch, tuning: p.tuning}
+	c := &controller{target: p.Target.Seconds(), minRate: min(p.MinRate, maxRate), maxRate: maxRate, batch: batch, tuning: p.tuning}
 	if c.tuning == (tuning{}) {
 		c.tuning = defaultTuning
 	}

@@ -37,8 +37,6 @@ func (p Pacing) validate() error {
 		return fmt.Errorf("pacing rates %g and %g must not be negative", p.MaxRate, p.MinRate)
 	case p.Mode == PacingAuto && (p.MinRate <= 0 || p.Target <= 0):
 		return fmt.Errorf("automatic pacing needs a minimum rate and a target above zero")
-	case p.MaxRate > 0 && p.MinRate > p.MaxRate:
-		return fmt.Errorf("minimum rate %g is above the maximum %g", p.MinRate, p.MaxRate)
 	}
 	return nil
 }

@@ -132,11 +132,11 @@ func printRun(w io.Writer, r store.Run, asJSON bool) error {
 	}{{"stuck claims reset", r.ResetStuck}, {"claimed", r.Claimed}, {"tombstoned", r.Tombstoned},
 		{"content rows freed", r.ContentFreed}, {"blobs deleted", r.BlobsDeleted}, {"blob deletes failed", r.BlobsFailed},
 		{"tombstones purged", r.Purged}, {"batches", r.Batches}, {"batches retried", r.BatchesRetried},
-		{"content rows repaired", r.ContentRepaired}, {"errors", r.Errors}} {
+		{"ref_counts repaired", r.ContentRepaired}, {"errors", r.Errors}} {
 		fmt.Fprintf(tw, "%s\t%d\n", row.name, row.n)
 	}
 	if r.ContentRepaired > 0 {
-		fmt.Fprintf(tw, "content hashes repaired\t%s\n", joinHashes(r.RepairedHashes))
+		fmt.Fprintf(tw, "repaired content\t%s\n", joinHashes(r.RepairedHashes))
 	}
 	fmt.Fprintf(tw, "pacing\t%s, waited %s\n", pacingNote(r.Pacing),
 		time.Duration(r.Pacing.WaitedSeconds*float64(time.Second)).Round(time.Millisecond))

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,28 +36,35 @@ func BenchmarkPacingSignals(b *testing.B) {
 	}
 	loadRate, _ := strconv.Atoi(orDefault(os.Getenv("PASTEBIN_PACING_BENCH_LOAD"), "300"))
 	scale, _ := strconv.ParseFloat(orDefault(os.Getenv("PASTEBIN_PACING_BENCH_SCALE"), "1"), 64)
+	phases := []pacingPhase{
+		{name: "baseline, no drain"},
+		{name: "drain, no limit", pastes: 200000},
+		{name: "drain at most 8000/s", pastes: 120000, maxRate: "8000"},
+		{name: "drain at most 4000/s", pastes: 60000, maxRate: "4000"},
+		{name: "drain at most 2000/s", pastes: 30000, maxRate: "2000"},
+		{name: "drain at most 1000/s", pastes: 15000, maxRate: "1000"},
+		{name: "drain, pacing auto", pastes: 200000, pacing: "auto"},
+		{name: "baseline again"},
+	}
+	total := 0
+	for i := range phases {
+		phases[i].pastes = int(float64(phases[i].pastes) * scale)
+		phases[i].from, total = total+1, total+phases[i].pastes
+	}
+	// Every phase's pastes are loaded at once, live; each phase expires its own range when it starts.
+	// Their blobs are not uploaded: S3 answers a delete of a missing key as done.
 	d := newDeployment(b, storetest.SeedSpec{Pastes: 1, Expired: 0, Tag: "Z"})
+	if _, err := storetest.Seed(context.Background(), d.store.Pool(), storetest.SeedSpec{Pastes: total, Shared: 0.4, Tag: "P"}); err != nil {
+		b.Fatal(err)
+	}
 	d.env["PASTEBIN_ADMIN_TOKEN"] = "pacing-bench-admin-token"
 	d.env["PASTEBIN_RATE_CREATE"] = "off"
 	d.env["PASTEBIN_CLEANUP_WORKERS"] = "2"
-	phases := []pacingPhase{
-		{name: "baseline, no drain", tag: ""},
-		{name: "drain, no limit", tag: "A", pastes: 200000},
-		{name: "drain at most 8000/s", tag: "B", pastes: 120000, maxRate: "8000"},
-		{name: "drain at most 4000/s", tag: "C", pastes: 60000, maxRate: "4000"},
-		{name: "drain at most 2000/s", tag: "D", pastes: 30000, maxRate: "2000"},
-		{name: "drain at most 1000/s", tag: "E", pastes: 15000, maxRate: "1000"},
-		{name: "drain, pacing auto", tag: "F", pastes: 200000, pacing: "auto"},
-		{name: "baseline again", tag: ""},
-	}
-	var rows []pacingResult
+	w := os.Stdout
+	printPacingHeader(w, loadRate)
 	for _, ph := range phases {
-		ph.pastes = int(float64(ph.pastes) * scale)
-		res := measurePhase(b, d, ph, loadRate)
-		b.Logf("%s: %+v", ph.name, res)
-		rows = append(rows, res)
+		printPacingRow(w, measurePhase(b, d, ph, loadRate))
 	}
-	printPacingTable(os.Stdout, rows, loadRate)
 }
 
 func orDefault(v, def string) string {
@@ -69,8 +75,8 @@ func orDefault(v, def string) string {
 }
 
 type pacingPhase struct {
-	name, tag       string
-	pastes          int
+	name            string
+	from, pastes    int // the seed's pastes from..from+pastes-1 expire for this phase
 	maxRate, pacing string
 }
 
@@ -89,8 +95,10 @@ type pacingResult struct {
 // the drain runs (or for 15 s without one).
 func measurePhase(b *testing.B, d deployment, ph pacingPhase, loadRate int) pacingResult {
 	ctx := context.Background()
-	if ph.tag != "" {
-		if _, err := storetest.Seed(ctx, d.store.Pool(), storetest.SeedSpec{Pastes: ph.pastes, Expired: ph.pastes, Shared: 0.4, Tag: ph.tag}); err != nil {
+	if ph.pastes > 0 {
+		_, err := d.store.Pool().Exec(ctx, `UPDATE pastes SET expires_at = now() - interval '1 hour'
+			WHERE short_code BETWEEN $1 AND $2`, fmt.Sprintf("P%010d", ph.from), fmt.Sprintf("P%010d", ph.from+ph.pastes-1))
+		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := d.store.Pool().Exec(ctx, `VACUUM ANALYZE pastes`); err != nil {
@@ -108,7 +116,7 @@ func measurePhase(b *testing.B, d deployment, ph pacingPhase, loadRate int) paci
 	metricsBefore := scrape(b, base)
 	start := time.Now()
 	run := store.Run{}
-	if ph.tag == "" {
+	if ph.pastes == 0 {
 		time.Sleep(15 * time.Second)
 	} else {
 		run = drain(b, base)
@@ -121,7 +129,7 @@ func measurePhase(b *testing.B, d deployment, ph pacingPhase, loadRate int) paci
 	res := pacingResult{phase: ph.name, seconds: elapsed.Seconds(), fgCount: len(fg.lat), fgErrors: fg.errors,
 		fgP50: quantile(fg.lat, .5), fgP99: quantile(fg.lat, .99), probeP50: quantile(probes, .5), probeP99: quantile(probes, .99),
 		active: active, lockWaiters: waiters}
-	if ph.tag != "" {
+	if ph.pastes > 0 {
 		res.drainRate = float64(run.Tombstoned) / elapsed.Seconds()
 		res.finishMean, res.finishP99 = histogramDelta(metricsBefore, metricsAfter, "pastebin_cleanup_finish_seconds")
 		res.pacedReason = run.Pacing.Reason
@@ -409,15 +417,16 @@ func histogramDelta(before, after map[string]float64, name string) (time.Duratio
 	return sec(mean), sec(p99)
 }
 
-func printPacingTable(w io.Writer, rows []pacingResult, loadRate int) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "foreground load %d req/s, open loop\t\t\t\t\t\t\t\t\t\t\t\t\n", loadRate)
-	fmt.Fprintln(tw, "phase\tseconds\tdrain/s\tfg p50\tfg p99\tfg errors\tfinish mean\tfinish p99≤\tprobe p50\tprobe p99\tactive\tlock waits\tlimit\t")
-	r := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
-	for _, x := range rows {
-		fmt.Fprintf(tw, "%s\t%.1f\t%.0f\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s %s\t\n", x.phase, x.seconds, x.drainRate,
-			r(x.fgP50), r(x.fgP99), x.fgErrors, x.fgCount, r(x.finishMean), r(x.finishP99), r(x.probeP50), r(x.probeP99),
-			x.active, x.lockWaiters, x.rateLimit, x.pacedReason)
-	}
-	tw.Flush()
+func printPacingHeader(w io.Writer, loadRate int) {
+	fmt.Fprintf(w, "foreground load %d req/s, open loop; finish p99 is its histogram bucket's upper bound\n", loadRate)
+	fmt.Fprintf(w, "%-22s %7s %7s %8s %8s %11s %9s %9s %8s %8s %6s %6s  %s\n", "phase", "seconds", "drain/s", "fg p50", "fg p99",
+		"fg errors", "finish", "finish", "probe", "probe", "active", "lock", "limit")
+	fmt.Fprintf(w, "%-22s %7s %7s %8s %8s %11s %9s %9s %8s %8s %6s %6s\n", "", "", "", "", "", "", "mean", "p99<=", "p50", "p99", "", "waits")
+}
+
+func printPacingRow(w io.Writer, x pacingResult) {
+	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds()*1000, 'f', 1, 64) + "ms" }
+	fmt.Fprintf(w, "%-22s %7.1f %7.0f %8s %8s %11s %9s %9s %8s %8s %6.2f %6.2f  %s %s\n", x.phase, x.seconds, x.drainRate,
+		ms(x.fgP50), ms(x.fgP99), fmt.Sprintf("%d/%d", x.fgErrors, x.fgCount), ms(x.finishMean), ms(x.finishP99),
+		ms(x.probeP50), ms(x.probeP99), x.active, x.lockWaiters, x.rateLimit, x.pacedReason)
 }
