@@ -52,7 +52,9 @@ func (x *Expirer) finish(ctx context.Context, r *run, c store.Claim) (store.Rele
 		r.add(cRetried, 1)
 		x.logger.WarnContext(ctx, "cleanup batch failed for a passing reason; retrying", "run", r.id,
 			"in", delay.Round(time.Millisecond).String(), "err", err)
-		sleep(ctx, delay)
+		if sleep(ctx, delay); ctx.Err() != nil {
+			return store.Released{}, err // shutting down: the batch waits for the watchdog
+		}
 	}
 }
 

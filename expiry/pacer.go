@@ -85,13 +85,19 @@ func (p *pacer) start() {
 	p.publish(p.ceiling())
 }
 
-// wait blocks until the bucket holds a batch's tokens; only a cancelled ctx ends it sooner.
+// wait blocks until the bucket has given a batch's tokens; only a cancelled ctx ends it sooner. It
+// takes them a tenth at a time, so that a limit the controller raises while a worker waits at a
+// low one applies within a tenth of that wait.
 func (p *pacer) wait(ctx context.Context) error {
 	p.mu.Lock()
 	lim := p.lim
 	p.mu.Unlock()
 	start := time.Now()
-	err := lim.WaitN(ctx, p.batch)
+	var err error
+	step := max(1, p.batch/10)
+	for left := p.batch; left > 0 && err == nil; left -= step {
+		err = lim.WaitN(ctx, min(step, left))
+	}
 	if d := time.Since(start); d > time.Millisecond {
 		p.metrics.pacedSeconds.Add(d.Seconds())
 		p.mu.Lock()

@@ -17,7 +17,7 @@ func TestPacingCeiling(t *testing.T) {
 	e := newEnv(t)
 	e.seed(storetest.SeedSpec{Pastes: 3000, Expired: 3000, Shared: 0.4, Tag: "M"})
 	const ceiling = 600
-	x := e.expirer(2, func(c *Config) { c.BatchSize, c.Pacing.MaxRate = 100, ceiling })
+	x := e.expirer(2, func(c *Config) { c.BatchSize, c.Pacing = 100, Pacing{Mode: PacingOff, MaxRate: ceiling} })
 	start := time.Now()
 	r := e.runOnce(x)
 	elapsed := time.Since(start)

@@ -65,7 +65,7 @@ func workerProcess() int {
 	cfg := DefaultConfig()
 	cfg.Workers, _ = strconv.Atoi(os.Getenv("PB_WORKERS"))
 	cfg.BatchSize, _ = strconv.Atoi(os.Getenv("PB_BATCH"))
-	cfg.Host = "worker-process"
+	cfg.Host, cfg.Pacing.Mode = "worker-process", PacingOff // as env.expirer
 	x, err := New(cfg, st, bucket, c, testLocks(c), logger, prometheus.NewRegistry())
 	if err != nil {
 		return fail(err)

@@ -51,7 +51,7 @@ func (c *expiryConfig) registerPacing(fs *flag.FlagSet, d expiry.Pacing) {
 	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": slow the drain while its finishing transactions are slower than -cleanup-pacing-target; "off": only -cleanup-max-rate`)
 	fs.Var((*pastesPerSecond)(&c.pacing.MaxRate), "cleanup-max-rate", "most expired pastes per second this process's drain claims, in every pacing mode; empty or 0: no limit")
 	fs.Var((*pastesPerSecond)(&c.pacing.MinRate), "cleanup-min-rate", "automatic pacing never slows this process's drain below this many pastes per second")
-	fs.DurationVar(&c.pacing.Target, "cleanup-pacing-target", d.Target, "automatic pacing keeps the finishing transaction of a 1000-paste batch under this (250ms)")
+	fs.DurationVar(&c.pacing.Target, "cleanup-pacing-target", d.Target, "automatic pacing keeps the finishing transaction of a full batch (pastebin_cleanup_finish_seconds) under this")
 }
 
 // pastesPerSecond is a flag for a rate of pastes: a number, 0 or empty for none.
