@@ -80,6 +80,7 @@ func TestAdminCleanupRun(t *testing.T) {
 		BlobsDeleted        int64 `json:"blobs_deleted"`
 		Batches, Errors     int64
 		DurationSeconds     float64 `json:"duration_seconds"`
+		Pacing              struct{ Mode, Reason string }
 	}
 	_ = json.Unmarshal(started.body, &run)
 	if loc := started.Header.Get("Location"); loc != "/admin/cleanup/runs/"+strconv.FormatInt(run.ID, 10) {
@@ -97,6 +98,9 @@ func TestAdminCleanupRun(t *testing.T) {
 	if run.Claimed != 1000 || run.Tombstoned != int64(e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`)) ||
 		run.ContentFreed != freed || run.BlobsDeleted != freed || run.Errors != 0 || run.Batches < 1 {
 		t.Errorf("report %+v; the database shows %d content rows freed", run, freed)
+	}
+	if run.Pacing.Mode != "auto" {
+		t.Errorf("report's pacing %+v, want the default, auto", run.Pacing)
 	}
 	var list struct{ Runs []struct{ ID int64 } }
 	_ = json.Unmarshal(e.get("/admin/cleanup/runs?limit=5", auth...).body, &list)
