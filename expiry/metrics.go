@@ -63,6 +63,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 	for _, stage := range []string{"claim", "finish", "constraint", "redis", "s3", "outbox", "watchdog", "purge", "sweep"} {
 		m.failures.WithLabelValues(stage)
 	}
+	m.slowdowns.WithLabelValues(reasonDatabaseSlow)
 	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.retries, m.repaired, m.pacedSeconds, m.failures, m.slowdowns,
 		m.rateLimit, m.pacingSignal, m.claimSeconds, m.finishSeconds,
