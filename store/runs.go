@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -55,6 +56,18 @@ type Pacing struct {
 	RateLimit     *float64 `json:"rate_limit"`     // pastes/s this process allows now; null: no limit
 	Reason        string   `json:"reason"`         // why the limit is below its ceiling now; empty: it is not
 	WaitedSeconds float64  `json:"waited_seconds"` // time the workers waited for the pacer, summed
+}
+
+// String says how a drain is paced, for people: its mode, the limit in force and why.
+func (p Pacing) String() string {
+	if p.RateLimit == nil {
+		return p.Mode + ", no limit"
+	}
+	s := fmt.Sprintf("%s, %.0f pastes/s", p.Mode, *p.RateLimit)
+	if p.Reason != "" {
+		s += ": " + strings.ReplaceAll(p.Reason, "_", " ")
+	}
+	return s
 }
 
 // abandonedAfter is how long a running run may go without a heartbeat before it counts as abandoned:

@@ -18,11 +18,20 @@
     return seconds > 0 ? Math.round(n / seconds) + " pastes/s" : "–";
   }
 
+  // pacing says how the drain is paced, as store.Pacing.String does.
+  function pacing(p) {
+    if (!p) return undefined;
+    if (p.rate_limit === null) return p.mode + ", no limit";
+    const s = p.mode + ", " + Math.round(p.rate_limit) + " pastes/s";
+    return p.reason ? s + ": " + p.reason.replaceAll("_", " ") : s;
+  }
+
   // show writes a run's report into the page's data-field elements.
   function show(section, run) {
     const values = Object.assign({}, run, {
       duration: duration(run.duration_seconds),
       rate: rate(run.tombstoned, run.duration_seconds),
+      pacing: pacing(run.pacing),
     });
     for (const el of section.querySelectorAll("[data-field]")) {
       const v = values[el.dataset.field];

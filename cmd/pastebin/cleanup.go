@@ -57,7 +57,7 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	set, done := newProgress(stdout, progressSpec{total: backlog.Expired, bar: "cleaning expired pastes", unit: "pastes",
 		event: "cleanup progress", key: "tombstoned", note: "pacing"}, logger)
 	run, err := x.RunOnce(ctx, "cli", func(st store.RunState) {
-		set(st.Tombstoned, "blobs_deleted", st.BlobsDeleted, "pacing", pacingNote(st.Pacing))
+		set(st.Tombstoned, "blobs_deleted", st.BlobsDeleted, "pacing", st.Pacing.String())
 	})
 	done()
 	if err != nil {
@@ -138,7 +138,7 @@ func printRun(w io.Writer, r store.Run, asJSON bool) error {
 	if r.ContentRepaired > 0 {
 		fmt.Fprintf(tw, "repaired content\t%s\n", joinHashes(r.RepairedHashes))
 	}
-	fmt.Fprintf(tw, "pacing\t%s, waited %s\n", pacingNote(r.Pacing),
+	fmt.Fprintf(tw, "pacing\t%s, waited %s\n", r.Pacing.String(),
 		time.Duration(r.Pacing.WaitedSeconds*float64(time.Second)).Round(time.Millisecond))
 	if r.LastError != "" {
 		fmt.Fprintf(tw, "last error\t%s\n", r.LastError)
@@ -175,18 +175,6 @@ func runSweep(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	return json.NewEncoder(stdout).Encode(rep)
-}
-
-// pacingNote says how a drain is paced: its mode, the limit in force and why.
-func pacingNote(p store.Pacing) string {
-	if p.RateLimit == nil {
-		return p.Mode + ", no limit"
-	}
-	note := fmt.Sprintf("%s, %.0f pastes/s", p.Mode, *p.RateLimit)
-	if p.Reason != "" {
-		note += ": " + strings.ReplaceAll(p.Reason, "_", " ")
-	}
-	return note
 }
 
 func joinHashes(hs []store.HexHash) string {
