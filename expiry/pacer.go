@@ -19,6 +19,9 @@ const (
 	PacingAuto = "auto" // slow down while the finishing transactions are slower than the target
 )
 
+// modeMaxRate is how a run report names PacingOff with a ceiling.
+const modeMaxRate = "max_rate"
+
 // Pacing is how fast one process's drain may go (DESIGN.md, "Pacing the drain").
 type Pacing struct {
 	Mode    string        // PacingOff or PacingAuto
@@ -114,22 +117,21 @@ func (p *pacer) observe(rows int, d time.Duration) {
 	if p.ctl == nil || rows == 0 {
 		return
 	}
-	before, reason := p.lim.Limit(), p.ctl.reason
 	now := time.Now()
+	cuts, reason := p.ctl.cuts, p.ctl.reason
 	limit := p.ctl.observe(now, rows, d)
 	p.metrics.pacingSignal.Set(p.ctl.signal)
-	if toLimit(limit) == before {
-		return
+	if p.ctl.cuts > cuts {
+		p.metrics.slowdowns.WithLabelValues(p.ctl.reason).Inc()
 	}
-	p.lim.SetLimitAt(now, toLimit(limit))
-	if toLimit(limit) < before && p.ctl.reason == reasonDatabaseSlow {
-		p.metrics.slowdowns.WithLabelValues(reasonDatabaseSlow).Inc()
+	if p.ctl.cuts > cuts || p.ctl.reason != reason {
+		p.logger.Info("cleanup pacing changed the rate limit", "rate_limit", limit, "reason", p.ctl.reason,
+			"finish_seconds_per_batch", p.ctl.signal, "target_seconds", p.cfg.Target.Seconds())
 	}
-	if p.ctl.reason != reason || toLimit(limit) < before {
-		p.logger.Info("cleanup pacing changed the rate limit", "rate_limit", limit,
-			"reason", p.ctl.reason, "finish_seconds_per_batch", p.ctl.signal, "target_seconds", p.cfg.Target.Seconds())
+	if toLimit(limit) != p.lim.Limit() {
+		p.lim.SetLimitAt(now, toLimit(limit))
+		p.publish(limit)
 	}
-	p.publish(limit)
 }
 
 func (p *pacer) publish(limit float64) {
@@ -145,7 +147,7 @@ func (p *pacer) state() store.Pacing {
 	defer p.mu.Unlock()
 	s := store.Pacing{Mode: p.cfg.Mode, WaitedSeconds: p.waited.Seconds()}
 	if s.Mode == PacingOff && p.cfg.MaxRate > 0 {
-		s.Mode, s.Reason = "max_rate", reasonMaxRate
+		s.Mode, s.Reason = modeMaxRate, reasonMaxRate
 	}
 	if p.ctl != nil {
 		s.Reason = p.ctl.reason
