@@ -103,7 +103,7 @@ func measurePhase(b *testing.B, d deployment, ph pacingPhase, loadRate int) paci
 	env := merged(d.env, map[string]string{"PASTEBIN_CLEANUP_MAX_RATE": ph.maxRate, "PASTEBIN_CLEANUP_PACING": orDefault(ph.pacing, "off")})
 	base, stop := startServe(b, env)
 	defer stop()
-	l := newLoad(b, base, 500)
+	l := newOpenLoad(b, base, 500)
 	stopLoad := l.run(loadRate)
 	time.Sleep(3 * time.Second) // warm the cache and the connections
 	l.reset()

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// load is an open-loop foreground load: requests start on a fixed schedule whatever the answers do.
-type load struct {
+// openLoad is an open-loop foreground load: requests start on a fixed schedule whatever the answers do.
+type openLoad struct {
 	b      *testing.B
 	base   string
 	client *http.Client
@@ -27,8 +27,8 @@ type load struct {
 	errors int
 }
 
-func newLoad(b *testing.B, base string, live int) *load {
-	l := &load{b: b, base: base, client: &http.Client{Timeout: 10 * time.Second,
+func newOpenLoad(b *testing.B, base string, live int) *openLoad {
+	l := &openLoad{b: b, base: base, client: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	for i := range live {
 		code, err := l.create(fmt.Sprintf("live paste %d %d", i, rand.Int64()))
@@ -40,7 +40,7 @@ func newLoad(b *testing.B, base string, live int) *load {
 	return l
 }
 
-func (l *load) create(content string) (string, error) {
+func (l *openLoad) create(content string) (string, error) {
 	resp, err := l.client.Post(l.base+"/?expires_in=1h", "text/plain", strings.NewReader(content))
 	if err != nil {
 		return "", err
@@ -54,7 +54,7 @@ func (l *load) create(content string) (string, error) {
 	return url[strings.LastIndex(url, "/")+1:], nil
 }
 
-func (l *load) one() error {
+func (l *openLoad) one() error {
 	code := l.codes[rand.N(len(l.codes))]
 	switch r := rand.N(10); {
 	case r < 6:
@@ -70,7 +70,7 @@ func (l *load) one() error {
 	}
 }
 
-func (l *load) get(path string) error {
+func (l *openLoad) get(path string) error {
 	resp, err := l.client.Get(l.base + path)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (l *load) get(path string) error {
 }
 
 // run starts requests at rate per second until the returned stop is called.
-func (l *load) run(rate int) func() {
+func (l *openLoad) run(rate int) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var inFlight atomic.Int64
@@ -113,7 +113,7 @@ func (l *load) run(rate int) func() {
 	return func() { close(stop); wg.Wait() }
 }
 
-func (l *load) record(d time.Duration, err error) {
+func (l *openLoad) record(d time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
@@ -123,13 +123,13 @@ func (l *load) record(d time.Duration, err error) {
 	l.lat = append(l.lat, d)
 }
 
-func (l *load) reset() {
+func (l *openLoad) reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lat, l.errors = nil, 0
 }
 
-func (l *load) snapshot() struct {
+func (l *openLoad) snapshot() struct {
 	lat    []time.Duration
 	errors int
 } {
