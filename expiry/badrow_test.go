@@ -115,7 +115,7 @@ func TestBatchRetriedAfterConnectionLost(t *testing.T) {
 	done := make(chan store.Run, 1)
 	go func() { done <- e.runOnceNoFatal(x) }()
 
-	pid := e.waitForLockWaiter(30 * time.Second)
+	pid := e.waitForLockWaiter()
 	e.exec(`SELECT pg_terminate_backend($1)`, pid)
 	if err := holder.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -141,28 +141,15 @@ func (e *env) runOnceNoFatal(x *Expirer) store.Run {
 
 // waitForLockWaiter waits until a backend of the env's database waits for a row lock and returns its
 // pid.
-func (e *env) waitForLockWaiter(limit time.Duration) int {
+func (e *env) waitForLockWaiter() int {
 	e.t.Helper()
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		var pids []int
-		rows, err := e.store.Pool().Query(context.Background(), `
+	var pid int
+	waitFor(e.t, "a backend waits for a lock", func() bool {
+		err := e.store.Pool().QueryRow(context.Background(), `
 			SELECT pid FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`)
-		if err == nil {
-			for rows.Next() {
-				var pid int
-				if rows.Scan(&pid) == nil {
-					pids = append(pids, pid)
-				}
-			}
-			rows.Close()
-		}
-		if len(pids) > 0 {
-			return pids[0]
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatalf("no backend waited for a lock within %s\nlogs:\n%s", limit, e.logs.String())
-	return 0
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()
+			LIMIT 1`).Scan(&pid)
+		return err == nil
+	})
+	return pid
 }

@@ -62,12 +62,12 @@ func TestPacingSlowsAndRecovers(t *testing.T) {
 		r, _ := x.RunOnce(runCtx, "test")
 		done <- r
 	}()
-	e.waitFor("the drain at its ceiling", func() bool {
+	waitFor(t, "the drain at its ceiling", func() bool {
 		return e.metric("pastebin_cleanup_batches_total") >= 5 && e.metric("pastebin_cleanup_rate_limit") == ceiling
 	})
 
 	stopLocks := e.holdContentLocks(time.Second)
-	e.waitFor("the limit cut to 30% of the ceiling", func() bool {
+	waitFor(t, "the limit cut to 30% of the ceiling", func() bool {
 		return x.pacer.state().Reason == reasonDatabaseSlow && e.metric("pastebin_cleanup_rate_limit") <= 0.3*ceiling
 	})
 	if n := e.metric("pastebin_cleanup_paced_total", "reason", reasonDatabaseSlow); n < 1 {
@@ -77,7 +77,7 @@ func TestPacingSlowsAndRecovers(t *testing.T) {
 		t.Errorf("limit %g, below the minimum %d", l, floor)
 	}
 	stopLocks()
-	e.waitFor("the limit back at the ceiling", func() bool {
+	waitFor(t, "the limit back at the ceiling", func() bool {
 		s := x.pacer.state()
 		return s.Reason == reasonMaxRate && s.RateLimit != nil && *s.RateLimit == ceiling
 	})
@@ -114,16 +114,4 @@ func (e *env) holdContentLocks(hold time.Duration) (stop func()) {
 		}
 	})
 	return func() { cancel(); wg.Wait() }
-}
-
-// waitFor polls cond every 50 ms for up to a minute.
-func (e *env) waitFor(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("waited a minute for %s; rate limit %g\nlogs:\n%s", what, e.metric("pastebin_cleanup_rate_limit"), e.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
