@@ -52,9 +52,13 @@ func requireAdmin(tokenHash []byte) func(http.Handler) http.Handler {
 				return
 			}
 			token, ok := bearerToken(r)
-			got := sha256.Sum256([]byte(token))
-			if !ok || subtle.ConstantTimeCompare(got[:], tokenHash) != 1 {
+			if !ok {
 				writeProblem(w, r, errUnauthorized.withDetail("Send the admin token as Authorization: Bearer <token>."))
+				return
+			}
+			got := sha256.Sum256([]byte(token))
+			if subtle.ConstantTimeCompare(got[:], tokenHash) != 1 {
+				writeProblem(w, r, errWrongAdminToken.withDetail("This is not the admin token the server was given."))
 				return
 			}
 			next.ServeHTTP(w, r)

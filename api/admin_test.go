@@ -29,19 +29,25 @@ func TestAdminAuth(t *testing.T) {
 	for _, tt := range []struct {
 		name, auth string
 		want       int
+		wantType   string // the problem's type; "" for a success
 	}{
-		{"no token", "", http.StatusUnauthorized},
-		{"wrong token", "Bearer not-the-admin-token-at-all", http.StatusUnauthorized},
-		{"another scheme", "Basic " + adminToken, http.StatusUnauthorized},
-		{"right token", "Bearer " + adminToken, http.StatusOK},
+		{"no token", "", http.StatusUnauthorized, "/problems/unauthorized"},
+		{"wrong token", "Bearer not-the-admin-token-at-all", http.StatusUnauthorized, "/problems/wrong-admin-token"},
+		{"another scheme", "Basic " + adminToken, http.StatusUnauthorized, "/problems/unauthorized"},
+		{"right token", "Bearer " + adminToken, http.StatusOK, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req := e.request(http.MethodGet, "/admin/cleanup/runs", nil)
 			if tt.auth != "" {
 				req.Header.Set("Authorization", tt.auth)
 			}
-			if r := e.do(req); r.StatusCode != tt.want {
-				t.Errorf("got %d, want %d: %s", r.StatusCode, tt.want, r.body)
+			r := e.do(req)
+			var p struct{ Type string }
+			if tt.wantType != "" {
+				_ = json.Unmarshal(r.body, &p)
+			}
+			if r.StatusCode != tt.want || p.Type != tt.wantType {
+				t.Errorf("got %d %q, want %d %q: %s", r.StatusCode, p.Type, tt.want, tt.wantType, r.body)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -54,6 +55,7 @@ var (
 	errGone             = &problem{status: http.StatusGone, name: "gone", title: "Paste expired or deleted"}
 	errForbidden        = &problem{status: http.StatusForbidden, name: "forbidden", title: "Wrong delete token"}
 	errUnauthorized     = &problem{status: http.StatusUnauthorized, name: "unauthorized", title: "Missing or malformed token"}
+	errWrongAdminToken  = &problem{status: http.StatusUnauthorized, name: "wrong-admin-token", title: "Wrong admin token"}
 	errTooLarge         = &problem{status: http.StatusRequestEntityTooLarge, name: "too-large", title: "Paste too large"}
 	errEmpty            = &problem{status: http.StatusBadRequest, name: "empty-content", title: "Paste is empty"}
 	errBadExpiry        = &problem{status: http.StatusBadRequest, name: "invalid-expiry", title: "Invalid expiry"}
@@ -76,7 +78,7 @@ var (
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
-	errNotFound, errGone, errForbidden, errUnauthorized, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
+	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
 	errMediaType, errBadIdempotency, errKeyReused, errStorage, errRouteNotFound, errMethodNotAllowed, errInternal,
 	errAdminDisabled, errCleanupDisabled, errRunNotFound, errRateLimited, errBusy, errDeleteUnconfirmed,
 }
@@ -139,10 +141,13 @@ type problemBody struct {
 
 // writeProblem answers p as application/problem+json.
 func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
-	if p.status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pastebin"`)
-	}
 	h := w.Header()
+	switch {
+	case errors.Is(p, errWrongAdminToken):
+		h.Set("WWW-Authenticate", `Bearer realm="pastebin", error="invalid_token"`) // RFC 6750, section 3.1
+	case p.status == http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="pastebin"`)
+	}
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Cache-Control", "no-store")
 	h.Del("Content-Length")
@@ -153,7 +158,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	_ = json.NewEncoder(w).Encode(problemBody{
+	encodeJSON(w, problemBody{
 		Type: "/problems/" + p.name, Title: p.title, Status: p.status, Detail: p.detail, Instance: r.URL.Path,
 		RequestID: RequestID(r.Context()),
 	})
@@ -195,5 +200,13 @@ func handleProblemTypes() http.Handler {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	encodeJSON(w, v)
+}
+
+// encodeJSON writes v as JSON that is never read as HTML, so "<", ">" and "&" stay as they are
+// rather than \u003c and the like.
+func encodeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
