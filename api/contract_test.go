@@ -16,3 +16,50 @@ func TestProblemTextIsNotHTMLEscaped(t *testing.T) {
 		t.Errorf("got %d %s, want 404 naming /nothing/<here> as it is", r.StatusCode, r.body)
 	}
 }
+
+// TestMethodNotAllowedSaysWhatIs: a 405 names the methods the route has in Allow (RFC 9110,
+// section 15.5.6), taken from the router itself.
+func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmin(adminToken, 0))
+	admin := []string{"Authorization", "Bearer " + adminToken}
+	for _, tt := range []struct {
+		method, path string
+		headers      []string
+		allow        string
+	}{
+		{http.MethodPatch, "/api/v1/pastes", nil, "POST"},
+		{http.MethodGet, "/api/v1/pastes", nil, "POST"},
+		// One segment is also /{code} (HEAD, DELETE) and /{name} (PUT): the router serves those too.
+		{http.MethodPost, "/healthz", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPatch, "/readyz", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPost, "/metrics", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPost, "/openapi.yaml", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPost, "/problems", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodDelete, "/problems/gone", nil, "GET"},
+		{http.MethodPatch, "/", nil, "GET, POST"},
+		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPost, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, DELETE"},
+		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD"},
+		{http.MethodGet, "/abcdefghijk/burn", nil, "POST"},
+		{http.MethodDelete, "/abcdefghijk/delete", nil, "POST"},
+		{http.MethodPost, "/static/0123/app.js", nil, "GET"},
+		{http.MethodGet, "/admin/cleanup", admin, "POST"},
+		{http.MethodDelete, "/admin/cleanup/runs", admin, "GET"},
+		{http.MethodPost, "/admin/cleanup/runs/7", admin, "GET"},
+		{http.MethodPut, "/admin/cleanup/backlog", admin, "GET"},
+		{"BREW", "/problems/gone", nil, "GET"},
+	} {
+		r := e.do(e.request(tt.method, tt.path, nil, tt.headers...))
+		if r.StatusCode != http.StatusMethodNotAllowed || r.Header.Get("Allow") != tt.allow ||
+			r.Header.Get("Content-Type") != "application/problem+json" {
+			t.Errorf("%s %s: got %d, Allow %q, %s; want 405, Allow %q, problem details",
+				tt.method, tt.path, r.StatusCode, r.Header.Get("Allow"), r.Header.Get("Content-Type"), tt.allow)
+		}
+	}
+	// A method the router does not know, on a path it does not have either: nothing is there.
+	if r := e.do(e.request("BREW", "/no/such/route", nil)); r.StatusCode != http.StatusNotFound || r.Header.Get("Allow") != "" {
+		t.Errorf("BREW /no/such/route: got %d, Allow %q; want 404 and no Allow", r.StatusCode, r.Header.Get("Allow"))
+	}
+}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -15,8 +16,14 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}
 	r.NotFound(notFound)
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		ps.writeError(w, r, errMethodNotAllowed.withDetail(r.Method+" is not allowed on "+r.URL.Path+"."))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		allowed := allowedMethods(r, req)
+		if len(allowed) == 0 { // a method chi does not know, on a path nothing is at
+			notFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		ps.writeError(w, req, errMethodNotAllowed.withDetail(req.Method+" is not allowed on "+req.URL.Path+"."))
 	})
 
 	r.Method(http.MethodGet, "/healthz", handleHealthz())
@@ -48,4 +55,27 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r.Method(http.MethodPost, "/{code}/burn", handleWebBurn(ps.web))
 	r.Method(http.MethodPost, "/{code}/delete", handleWebDelete(ps.web))
 	return r
+}
+
+// routedMethods are the methods the Allow header may name, in the order it names them.
+var routedMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+	http.MethodOptions,
+}
+
+// allowedMethods asks the router which methods it serves at the request's path: the Allow header
+// of a 405 (RFC 9110, section 15.5.6). chi v5 finds them while routing but does not hand them to a
+// custom 405 handler, so each method is matched again; this runs only on a 405.
+func allowedMethods(router chi.Routes, r *http.Request) []string {
+	path := r.URL.RawPath // what chi routes on
+	if path == "" {
+		path = r.URL.Path
+	}
+	var allowed []string
+	for _, m := range routedMethods {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }
