@@ -308,7 +308,8 @@ func TestBrowserFilePicker(t *testing.T) {
 		if got := b.waitValue("#filename", c.wantName); got != c.wantName {
 			t.Fatalf("%s: the file name field holds %q", c.wantName, got)
 		}
-		if got := eval[string](b, `document.querySelector("#content").value`); got != c.wantArea {
+		// The name is set at once, the text once the page has read the file: wait for both.
+		if got := b.waitValue("#content", c.wantArea); got != c.wantArea {
 			t.Errorf("%s: the text area holds %q, want %q", c.wantName, got, c.wantArea)
 		}
 		if status := b.load(chromedp.Click(chromedp.CSS(`button[type=submit]`))); status != 200 {
