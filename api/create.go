@@ -1,6 +1,9 @@
 package api
 
 import (
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -45,13 +48,45 @@ func handlePasteCreateJSON(ps *pasteService) http.Handler {
 }
 
 // limitBody refuses a body declared larger than bodyLimit before reading any of it, and cuts one
-// that turns out larger while it is read; either way the client is told the paste limit.
+// that turns out larger while it is read; either way the client is told the paste limit. A body
+// that fails to arrive in full is marked as the client's fault (bodyError).
 func limitBody(w http.ResponseWriter, r *http.Request, pasteLimit, bodyLimit int64) error {
 	if r.ContentLength > bodyLimit {
 		return &http.MaxBytesError{Limit: pasteLimit}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit)
+	r.Body = clientBody{http.MaxBytesReader(w, r.Body, bodyLimit)}
 	return nil
+}
+
+// bodyError is a request body that did not arrive: cut short (the client hung up, or sent less
+// than it declared) or too slow (the server's read timeout). Either way it is the client's doing.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// timeout reports whether the body stopped at the server's read timeout.
+func (e *bodyError) timeout() bool {
+	var ne net.Error
+	return errors.As(e.err, &ne) && ne.Timeout()
+}
+
+// clientBody marks the errors of reading a request body, but its end and its size bound, as bodyError.
+type clientBody struct{ io.ReadCloser }
+
+func (b clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !isTooBig(err) {
+		err = &bodyError{err}
+	}
+	return n, err
+}
+
+// isBodyFault reports whether err is the body's own failure, too big or cut short, which keeps
+// its problem rather than being called malformed.
+func isBodyFault(err error) bool {
+	var cut *bodyError
+	return isTooBig(err) || errors.As(err, &cut)
 }
 
 func (ps *pasteService) createAndAnswer(w http.ResponseWriter, r *http.Request, in createInput) {

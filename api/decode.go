@@ -198,9 +198,10 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 	return nil
 }
 
-// asMultipartError keeps a size error (413) and calls anything else a malformed form (400).
+// asMultipartError keeps a size error (413) and a body cut short (400, 408), and calls anything
+// else a malformed form (400).
 func asMultipartError(err error) error {
-	if isTooBig(err) {
+	if isBodyFault(err) {
 		return err
 	}
 	return errBadRequest.withDetail("Malformed multipart form: " + err.Error())
@@ -231,7 +232,7 @@ func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
 		err = jsonEnd(dec)
 	}
 	if err != nil {
-		if isTooBig(err) {
+		if isBodyFault(err) {
 			return createInput{}, asPasteLimit(err, max)
 		}
 		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())

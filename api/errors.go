@@ -60,6 +60,8 @@ var (
 	errEmpty            = &problem{status: http.StatusBadRequest, name: "empty-content", title: "Paste is empty"}
 	errBadExpiry        = &problem{status: http.StatusBadRequest, name: "invalid-expiry", title: "Invalid expiry"}
 	errBadRequest       = &problem{status: http.StatusBadRequest, name: "malformed-request", title: "Malformed request"}
+	errBodyIncomplete   = &problem{status: http.StatusBadRequest, name: "incomplete-body", title: "Request body cut short"}
+	errBodyTimeout      = &problem{status: http.StatusRequestTimeout, name: "body-timeout", title: "Request body too slow"}
 	errMediaType        = &problem{status: http.StatusUnsupportedMediaType, name: "unsupported-media-type", title: "Unsupported content type"}
 	errBadIdempotency   = &problem{status: http.StatusBadRequest, name: "invalid-idempotency-key", title: "Invalid Idempotency-Key"}
 	errKeyReused        = &problem{status: http.StatusUnprocessableEntity, name: "idempotency-key-reused", title: "Idempotency-Key reused"}
@@ -78,9 +80,10 @@ var (
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
-	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry, errBadRequest,
-	errMediaType, errBadIdempotency, errKeyReused, errStorage, errRouteNotFound, errMethodNotAllowed, errInternal,
-	errAdminDisabled, errCleanupDisabled, errRunNotFound, errRateLimited, errBusy, errDeleteUnconfirmed,
+	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
+	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
+	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
+	errRateLimited, errBusy, errDeleteUnconfirmed,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:
@@ -89,6 +92,7 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 	var p *problem
 	var tooBig *http.MaxBytesError
 	var gone *store.GoneError
+	var cut *bodyError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -106,6 +110,12 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 		return errForbidden.withDetail("The token does not match this paste's delete token.")
 	case errors.As(err, &tooBig):
 		return errTooLarge.withDetail("The paste is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes.")
+	case errors.As(err, &cut):
+		logger.WarnContext(r.Context(), "request body cut short", "route", routePattern(r), "err", cut.err)
+		if cut.timeout() {
+			return errBodyTimeout.withDetail("The request body did not arrive in time; nothing was saved.")
+		}
+		return errBodyIncomplete.withDetail("The request body ended before it was complete; nothing was saved.")
 	case errors.Is(err, errBlobUnavailable):
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
 		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")

@@ -166,7 +166,7 @@ func readWebField(part *multipart.Part, name string, opts map[string]string) err
 
 func readWebURLEncoded(r *http.Request, max int64, in *createInput, opts map[string]string) error {
 	if err := r.ParseForm(); err != nil {
-		if isTooBig(err) {
+		if isBodyFault(err) {
 			return err // decodeWebForm names the paste limit
 		}
 		return errBadRequest.withDetail("Malformed form: " + err.Error())
