@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,40 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	// A method the router does not know, on a path it does not have either: nothing is there.
 	if r := e.do(e.request("BREW", "/no/such/route", nil)); r.StatusCode != http.StatusNotFound || r.Header.Get("Allow") != "" {
 		t.Errorf("BREW /no/such/route: got %d, Allow %q; want 404 and no Allow", r.StatusCode, r.Header.Get("Allow"))
+	}
+}
+
+// TestHeadMirrorsGet: HEAD answers the headers GET would, errors included (RFC 9110, section
+// 9.3.2): the problem's Content-Type and the Content-Length of its body, and no body.
+func TestHeadMirrorsGet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	deleted := e.create("soon deleted", "")
+	if r := e.delete(deleted.code, deleted.token); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d", r.StatusCode)
+	}
+	live := e.create("alive", "")
+	for _, tt := range []struct {
+		path    string
+		headers []string
+		status  int
+	}{
+		{"/" + live.code, nil, http.StatusOK},
+		{"/raw/" + live.code, nil, http.StatusOK},
+		{"/Abcdefghijk", nil, http.StatusNotFound},
+		{"/raw/Abcdefghijk", nil, http.StatusNotFound},
+		{"/" + deleted.code, nil, http.StatusGone},
+		{"/raw/" + deleted.code, nil, http.StatusGone},
+		{"/" + deleted.code, []string{"Accept", browserAccept}, http.StatusGone},
+	} {
+		get := e.get(tt.path, tt.headers...)
+		head := e.do(e.request(http.MethodHead, tt.path, nil, tt.headers...))
+		if get.StatusCode != tt.status || head.StatusCode != tt.status || len(head.body) != 0 ||
+			head.Header.Get("Content-Type") != get.Header.Get("Content-Type") ||
+			head.Header.Get("Content-Length") != strconv.Itoa(len(get.body)) {
+			t.Errorf("%s %v: GET %d %s, %d bytes; HEAD %d %s, Content-Length %q, %d bytes of body",
+				tt.path, tt.headers, get.StatusCode, get.Header.Get("Content-Type"), len(get.body),
+				head.StatusCode, head.Header.Get("Content-Type"), head.Header.Get("Content-Length"), len(head.body))
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -149,7 +150,8 @@ type problemBody struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// writeProblem answers p as application/problem+json.
+// writeProblem answers p as application/problem+json. A HEAD gets the headers GET would, the
+// body's Content-Length included, and no body (RFC 9110, section 9.3.2).
 func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 	h := w.Header()
 	switch {
@@ -158,20 +160,21 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 	case p.status == http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="pastebin"`)
 	}
+	var body bytes.Buffer
+	encodeJSON(&body, problemBody{
+		Type: "/problems/" + p.name, Title: p.title, Status: p.status, Detail: p.detail, Instance: r.URL.Path,
+		RequestID: RequestID(r.Context()),
+	})
 	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(body.Len()))
 	h.Set("Cache-Control", "no-store")
-	h.Del("Content-Length")
 	h.Del("ETag")
 	h.Del("Content-Disposition")
 	setRetryAfter(h, p.retryAfter)
 	w.WriteHeader(p.status)
-	if r.Method == http.MethodHead {
-		return
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body.Bytes())
 	}
-	encodeJSON(w, problemBody{
-		Type: "/problems/" + p.name, Title: p.title, Status: p.status, Detail: p.detail, Instance: r.URL.Path,
-		RequestID: RequestID(r.Context()),
-	})
 }
 
 func routePattern(r *http.Request) string {
