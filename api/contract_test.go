@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"pastebin/api"
 )
 
 // TestProblemTextIsNotHTMLEscaped: problem details are JSON that is never HTML, so a "<" in a
@@ -97,5 +99,28 @@ func TestHeadMirrorsGet(t *testing.T) {
 				tt.path, tt.headers, get.StatusCode, get.Header.Get("Content-Type"), len(get.body),
 				head.StatusCode, head.Header.Get("Content-Type"), head.Header.Get("Content-Length"), len(head.body))
 		}
+	}
+}
+
+// TestHeadersTooLarge: headers over the configured size answer 431 as every error is answered:
+// problem details, or a page for a browser.
+func TestHeadersTooLarge(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *api.Config) { c.MaxHeaderBytes = 8 << 10 }))
+	big := strings.Repeat("a", 9<<10)
+	if r := e.get("/healthz", "X-Big", strings.Repeat("a", 7<<10)); r.StatusCode != http.StatusOK {
+		t.Errorf("headers under the limit: %d %s", r.StatusCode, r.body)
+	}
+	r := e.get("/healthz", "X-Big", big)
+	if r.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.Contains(r.text(), "/problems/headers-too-large") {
+		t.Errorf("headers over the limit: %d %s %s", r.StatusCode, r.Header.Get("Content-Type"), r.body)
+	}
+	r = e.get("/healthz", "X-Big", big, "Accept", browserAccept)
+	if r.StatusCode != http.StatusRequestHeaderFieldsTooLarge || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("headers over the limit from a browser: %d %s", r.StatusCode, r.Header.Get("Content-Type"))
+	}
+	// The request line counts too, as net/http counts it.
+	if r := e.get("/raw/Abcdefghijk?x=" + big); r.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("a long request line: %d", r.StatusCode)
 	}
 }

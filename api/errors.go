@@ -77,6 +77,7 @@ var (
 	errBusy             = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
 	// errDeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
 	errDeleteUnconfirmed = &problem{status: http.StatusServiceUnavailable, name: "delete-unconfirmed", title: "Delete not confirmed yet"}
+	errHeadersTooLarge   = &problem{status: http.StatusRequestHeaderFieldsTooLarge, name: "headers-too-large", title: "Request headers too large"}
 )
 
 // problems lists every problem by name, for the /problems pages.
@@ -84,7 +85,7 @@ var problems = []*problem{
 	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
 	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
 	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
-	errRateLimited, errBusy, errDeleteUnconfirmed,
+	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:

@@ -44,6 +44,39 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
+// limitHeaderSize answers 431 to a request whose line and headers are larger than max bytes, as
+// every error is answered (net/http's own 431 is plain text, so its bound is set well above this).
+func limitHeaderSize(max int, writeError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if max <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if headerSize(r) > max {
+				writeError(w, r, errHeadersTooLarge.withDetail("The request's line and headers are larger than "+
+					strconv.Itoa(max)+" bytes."))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// headerSize is the size of the request line and headers as sent, give or take white space: what
+// net/http's MaxHeaderBytes counts.
+func headerSize(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len("  \r\n\r\n")
+	if r.Host != "" { // net/http moves Host out of the header
+		n += len("Host: \r\n") + len(r.Host)
+	}
+	for name, values := range r.Header {
+		for _, v := range values {
+			n += len(name) + len(": \r\n") + len(v)
+		}
+	}
+	return n
+}
+
 // httpMetrics counts requests and times them by route pattern (never the raw path), method and status.
 type httpMetrics struct {
 	requests *prometheus.CounterVec

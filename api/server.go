@@ -31,6 +31,10 @@ type Config struct {
 	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
 	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
 	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
+	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
+	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
+	// as plain text.
+	MaxHeaderBytes int
 
 	MetricsElsewhere bool // /metrics is served on an address of its own (MetricsHandler), not here
 }

@@ -88,20 +88,34 @@ trickling:
 	}
 }
 
+// TestLargeHeadersRefused: serve answers headers over PASTEBIN_MAX_HEADER_SIZE with problem details
+// (the API checks the size), while net/http's own bound, whose 431 is plain text, stops only what
+// is far larger.
 func TestLargeHeadersRefused(t *testing.T) {
 	t.Parallel()
-	c := testLimits(t)
-	c.maxHeaderBytes = 4 << 10
-	addr := startHTTPServer(t, c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)
-	req.Header.Set("X-Big", strings.Repeat("a", 16<<10))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-		t.Errorf("got %d, want 431", resp.StatusCode)
+	env := testEnv(t)
+	env["PASTEBIN_MAX_HEADER_SIZE"] = "4KiB"
+	env["PASTEBIN_CLEANUP_WORKERS"] = "0"
+	base, stop := startServe(t, env)
+	defer stop()
+	for _, tt := range []struct {
+		size  int
+		ctype string
+	}{
+		{8 << 10, "application/problem+json"},   // over the limit
+		{16 << 10, "application/problem+json"},  // four times the limit: still under net/http's bound
+		{64 << 10, "text/plain; charset=utf-8"}, // net/http's own 431, far past the limit
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/healthz", nil)
+		req.Header.Set("X-Big", strings.Repeat("a", tt.size))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != tt.ctype {
+			t.Errorf("%d bytes of headers: got %d %s, want 431 %s", tt.size, resp.StatusCode, resp.Header.Get("Content-Type"), tt.ctype)
+		}
 	}
 }
 

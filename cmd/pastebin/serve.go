@@ -188,6 +188,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 		MetricsElsewhere: cfg.metricsAddr != "",
+		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
@@ -213,14 +214,21 @@ func warnClockSkew(ctx context.Context, svc *services, logger *slog.Logger) {
 
 // newHTTPServer returns the server of handler. Its timeouts keep a slow client from holding a
 // connection: headers sent byte by byte (slowloris) are cut at the read-header timeout, a body
-// trickled in at the read timeout, a reader that stops reading at the write timeout.
+// trickled in at the read timeout, a reader that stops reading at the write timeout. The API
+// answers headers over the configured size 431 as problem details; net/http's own bound, whose 431
+// is plain text, is headerBoundFactor times that, for what is far larger.
 func newHTTPServer(ctx context.Context, c limitsConfig, handler http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: time.Duration(c.readHeaderTimeout), ReadTimeout: time.Duration(c.readTimeout),
 		WriteTimeout: time.Duration(c.writeTimeout), IdleTimeout: time.Duration(c.idleTimeout),
-		MaxHeaderBytes: int(c.maxHeaderBytes),
+		MaxHeaderBytes: headerBoundFactor * int(c.maxHeaderBytes),
 		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 }
+
+// headerBoundFactor is how far past PASTEBIN_MAX_HEADER_SIZE net/http still reads headers, for the
+// API to answer them: room for headers somewhat too large, while a connection still holds at most
+// a few times the configured size before its headers are complete.
+const headerBoundFactor = 4
