@@ -1,10 +1,16 @@
 package api_test
 
 import (
+	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"pastebin/api"
 )
@@ -124,3 +130,64 @@ func TestHeadersTooLarge(t *testing.T) {
 		t.Errorf("a long request line: %d", r.StatusCode)
 	}
 }
+
+// specAccepts checks a request against openapi.yaml: nil when the spec allows it.
+func (e *env) specAccepts(req *http.Request, body string) error {
+	e.t.Helper()
+	route, params, err := e.spec.FindRoute(req)
+	if err != nil {
+		return err
+	}
+	req.Body = io.NopCloser(strings.NewReader(body))
+	return openapi3filter.ValidateRequest(context.Background(), &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	})
+}
+
+// TestJSONCreateNullsAndEmpties: null or absent optional fields, and an empty expires_in, mean the
+// default in a JSON create, as an empty query parameter, header or form field does; and the spec
+// says so, accepting what the server accepts.
+func TestJSONCreateNullsAndEmpties(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tt := range []struct {
+		body   string
+		status int
+	}{
+		{`{"content":"a","title":null,"language":null,"filename":null,"expires_in":null,"burn_after_read":null}`, http.StatusCreated},
+		{`{"content":"b","expires_in":""}`, http.StatusCreated},
+		{`{"content":"c","expires_in":"  "}`, http.StatusCreated},
+		{`{"content":"d","title":"","language":"","filename":""}`, http.StatusCreated},
+		{`{"content":"e","expires_in":0}`, http.StatusBadRequest},
+		{`{"content":null}`, http.StatusBadRequest},
+		{`{"content":"f","title":"` + strings.Repeat("t", 201) + `"}`, http.StatusBadRequest},
+	} {
+		req := e.request(http.MethodPost, "/api/v1/pastes", strings.NewReader(tt.body), "Content-Type", "application/json")
+		r := e.do(req)
+		var got struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		_ = json.Unmarshal(r.body, &got)
+		if r.StatusCode != tt.status || r.StatusCode == http.StatusCreated && !near(time.Until(got.ExpiresAt), 24*time.Hour) {
+			t.Errorf("%s: got %d, expiring in %v; want %d and the default expiry", tt.body, r.StatusCode, time.Until(got.ExpiresAt), tt.status)
+		}
+		specErr := e.specAccepts(e.request(http.MethodPost, "/api/v1/pastes", nil, "Content-Type", "application/json"), tt.body)
+		if (specErr == nil) != (tt.status == http.StatusCreated) {
+			t.Errorf("%s: the server answers %d, the spec says %v", tt.body, tt.status, specErr)
+		}
+	}
+	for _, q := range []string{"?expires_in=", "?expires_in=&title="} {
+		r := e.do(e.request(http.MethodPost, "/"+q, strings.NewReader("query"), "Accept", "application/json"))
+		var got struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+		_ = json.Unmarshal(r.body, &got)
+		if r.StatusCode != http.StatusCreated || !near(time.Until(got.ExpiresAt), 24*time.Hour) {
+			t.Errorf("POST /%s: got %d expiring in %v, want 201 and the default", q, r.StatusCode, time.Until(got.ExpiresAt))
+		}
+	}
+}
+
+// near reports whether d is within a minute of want.
+func near(d, want time.Duration) bool { return d > want-time.Minute && d <= want }

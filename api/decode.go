@@ -207,7 +207,8 @@ func asMultipartError(err error) error {
 	return errBadRequest.withDetail("Malformed multipart form: " + err.Error())
 }
 
-// jsonCreate is the body of POST /api/v1/pastes.
+// jsonCreate is the body of POST /api/v1/pastes. A null option is an absent one: encoding/json
+// leaves the field at its zero value, which means the default.
 type jsonCreate struct {
 	Content       *string         `json:"content"`
 	ExpiresIn     json.RawMessage `json:"expires_in"`
@@ -273,16 +274,14 @@ func jsonInput(body jsonCreate, max int64) (createInput, error) {
 	return in, validateOptions(&in)
 }
 
-// jsonExpiresIn accepts expires_in as a string ("1h", "never") or a number of seconds.
+// jsonExpiresIn accepts expires_in as a string ("1h", "never") or a number of seconds. Absent, null
+// or empty, it is the default, as an empty query parameter, header or form field is.
 func jsonExpiresIn(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == "" {
-			return "", errBadExpiry.withDetail("expires_in is empty.")
-		}
 		return s, nil
 	}
 	var n json.Number
