@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"pastebin/api"
@@ -191,3 +194,42 @@ func TestJSONCreateNullsAndEmpties(t *testing.T) {
 
 // near reports whether d is within a minute of want.
 func near(d, want time.Duration) bool { return d > want-time.Minute && d <= want }
+
+// TestFilenameLimitIsBytes: a file name is limited to 255 bytes, as file systems count, and the
+// server and openapi.yaml both say so.
+func TestFilenameLimitIsBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tt := range []struct {
+		name   string
+		status int
+	}{
+		{strings.Repeat("€", 85), http.StatusCreated},     // 255 bytes
+		{strings.Repeat("€", 86), http.StatusBadRequest},  // 86 characters, 258 bytes
+		{strings.Repeat("a", 255), http.StatusCreated},    // 255 bytes
+		{strings.Repeat("a", 256), http.StatusBadRequest}, // 256 bytes
+	} {
+		r := e.do(e.request(http.MethodPost, "/?filename="+url.QueryEscape(tt.name), strings.NewReader("x")))
+		if r.StatusCode != tt.status || tt.status == http.StatusBadRequest && !strings.Contains(r.text(), "255 bytes") {
+			t.Errorf("%d characters, %d bytes: got %d %s, want %d", utf8.RuneCountInString(tt.name), len(tt.name), r.StatusCode, r.body, tt.status)
+		}
+	}
+	doc, err := openapi3.NewLoader().LoadFromFile("../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := doc.Components.Schemas["Filename"]; d == nil || !strings.Contains(d.Value.Description, "255 bytes") {
+		t.Fatal("openapi.yaml has no Filename schema that says 255 bytes")
+	}
+	uses := map[string]*openapi3.SchemaRef{
+		"query filename":        doc.Components.Parameters["FilenameQuery"].Value.Schema,
+		"header Paste-Filename": doc.Components.Parameters["FilenameHeader"].Value.Schema,
+		"JSON filename":         doc.Components.Schemas["NewPaste"].Value.Properties["filename"].Value.OneOf[0],
+		"multipart filename":    doc.Paths.Find("/").Post.RequestBody.Value.Content["multipart/form-data"].Schema.Value.Properties["filename"],
+	}
+	for where, ref := range uses {
+		if ref.Ref != "#/components/schemas/Filename" {
+			t.Errorf("%s: schema %q, want the Filename schema", where, ref.Ref)
+		}
+	}
+}
