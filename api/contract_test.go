@@ -1,11 +1,15 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
+	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,6 +234,40 @@ func TestFilenameLimitIsBytes(t *testing.T) {
 	for where, ref := range uses {
 		if ref.Ref != "#/components/schemas/Filename" {
 			t.Errorf("%s: schema %q, want the Filename schema", where, ref.Ref)
+		}
+	}
+}
+
+// TestDownloadNames: a download names its file for every client: filename* in UTF-8 for those that
+// read it, and an ASCII filename= that keeps the extension for those that do not (curl -O -J).
+func TestDownloadNames(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tt := range []struct {
+		filename, ascii string // ascii "" stands for the paste's code
+		star            bool
+	}{
+		{"notes.md", "notes.md", false},
+		{"résumé.txt", "resume.txt", true},
+		{"Straße-Übersicht.csv", "Stra_e-Ubersicht.csv", true},
+		{"日本語.md", "", true},
+		{"", "", false},
+	} {
+		p := e.create("download me "+tt.filename, "?filename="+url.QueryEscape(tt.filename))
+		want := tt.ascii
+		if want == "" {
+			want = p.code + path.Ext(tt.filename)
+			if tt.filename == "" {
+				want = p.code + ".txt"
+			}
+		}
+		cd := e.get("/raw/" + p.code + "?download").Header.Get("Content-Disposition")
+		_, params, err := mime.ParseMediaType(cd)
+		plain := regexp.MustCompile(`(?:^|;\s*)filename="?([^";]*)"?(?:;|$)`).FindStringSubmatch(cd)
+		wantFull := cmp.Or(tt.filename, want)
+		if err != nil || params["filename"] != wantFull || plain == nil || plain[1] != want ||
+			strings.Contains(cd, "filename*=") != tt.star {
+			t.Errorf("%q: Content-Disposition %q; want filename=%q and the full name %q", tt.filename, cd, want, wantFull)
 		}
 	}
 }

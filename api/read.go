@@ -1,15 +1,19 @@
 package api
 
 import (
+	"cmp"
 	"encoding/hex"
 	"io"
 	"mime"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-chi/chi/v5"
+	"golang.org/x/text/unicode/norm"
 
 	"pastebin/store"
 )
@@ -132,12 +136,43 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("Cache-Control", "no-cache")
 	setExpiresHeader(h, p.ExpiresAt)
 	if _, download := r.URL.Query()["download"]; download {
-		name := p.Filename
-		if name == "" {
-			name = p.Code + ".txt"
-		}
-		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+		h.Set("Content-Disposition", attachment(p))
 	}
+}
+
+// attachment is the Content-Disposition of a paste's download, named after its file name (else its
+// code). A name outside ASCII goes in filename* (RFC 8187), after an ASCII filename= for the
+// clients that read only that one, curl -J among them (RFC 6266, appendix D).
+func attachment(p store.Paste) string {
+	name := cmp.Or(p.Filename, p.Code+".txt")
+	ascii := asciiFilename(name, p.Code)
+	cd := mime.FormatMediaType("attachment", map[string]string{"filename": ascii})
+	if ascii != name {
+		// mime writes a value outside ASCII as filename*= alone.
+		cd += strings.TrimPrefix(mime.FormatMediaType("attachment", map[string]string{"filename": name}), "attachment")
+	}
+	return cd
+}
+
+// asciiFilename is name in printable ASCII: accents dropped, anything else outside ASCII replaced
+// by one "_" per run, the extension kept. A name with nothing left of its stem becomes stem's.
+func asciiFilename(name, stem string) string {
+	var b strings.Builder
+	for _, r := range norm.NFD.String(name) {
+		switch {
+		case unicode.Is(unicode.Mn, r): // the accent of a decomposed letter
+		case r >= ' ' && r < unicode.MaxASCII:
+			b.WriteRune(r)
+		case !strings.HasSuffix(b.String(), "_"):
+			b.WriteByte('_')
+		}
+	}
+	ascii := b.String()
+	ext := path.Ext(ascii)
+	if strings.Trim(strings.TrimSuffix(ascii, ext), "_ ") == "" {
+		return stem + ext
+	}
+	return ascii
 }
 
 // etag is the paste's content hash: the same bytes, the same tag.

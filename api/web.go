@@ -3,7 +3,6 @@ package api
 import (
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -138,12 +137,8 @@ func handleWebBurn(web *webUI) http.Handler {
 
 func serveBurnedDownload(w http.ResponseWriter, r *http.Request, p store.Paste, data []byte) {
 	setRawHeaders(w.Header(), r, p)
-	name := p.Filename
-	if name == "" {
-		name = p.Code + ".txt"
-	}
 	h := w.Header()
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("Content-Disposition", attachment(p))
 	h.Set("Cache-Control", "no-store")
 	h.Del("ETag")
 	h.Set("Content-Length", strconv.Itoa(len(data)))
