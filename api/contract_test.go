@@ -271,3 +271,35 @@ func TestDownloadNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecSaysWhoMayCall: every operation in openapi.yaml declares its security, an empty list for
+// the public ones, as linters ask.
+func TestSpecSaysWhoMayCall(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromFile("../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			want := ""
+			switch {
+			case strings.HasPrefix(path, "/admin/"):
+				want = "adminToken"
+			case method == http.MethodDelete:
+				want = "ownerToken"
+			}
+			var got []string
+			if op.Security != nil {
+				for _, req := range *op.Security {
+					for scheme := range req {
+						got = append(got, scheme)
+					}
+				}
+			}
+			if op.Security == nil || strings.Join(got, ",") != want {
+				t.Errorf("%s %s: security %v, want [%s]", method, path, got, want)
+			}
+		}
+	}
+}
