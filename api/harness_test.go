@@ -151,7 +151,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 		xcfg.Workers = e.workers
 		locks := expiry.Locks{Claim: e.cache.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: e.cache.NewLease("sweep", 10*time.Second)}
 		x, err := expiry.New(xcfg, e.store, e.bucket, e.cache, locks,
-			testLogger, prometheus.NewRegistry())
+			e.logger, prometheus.NewRegistry())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"pastebin/blob"
 	"pastebin/cache"
+	"pastebin/redact"
 	"pastebin/store"
 )
 
@@ -286,7 +287,7 @@ func (ps *pasteService) missingBlob(ctx context.Context, p store.Paste) error {
 	if _, err := ps.store.Paste(ctx, p.Code); err != nil {
 		return err
 	}
-	return fmt.Errorf("blob %s of live paste %s is missing from the bucket", p.BlobKey, p.Code)
+	return fmt.Errorf("blob %s of live paste %s (code hash) is missing from the bucket", p.BlobKey, redact.Code(p.Code))
 }
 
 func toCache(p store.Paste, content []byte) cache.Paste {

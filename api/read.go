@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/text/unicode/norm"
 
+	"pastebin/redact"
 	"pastebin/store"
 )
 
@@ -85,7 +86,7 @@ func handlePasteRaw(ps *pasteService) http.Handler {
 		defer body.Close()
 		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
 		if _, err := io.Copy(w, body); err != nil {
-			ps.logger.WarnContext(r.Context(), "raw read cut short", "code", f.paste.Code, "err", err)
+			ps.logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.paste.Code), "err", err)
 		}
 	})
 }

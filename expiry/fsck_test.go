@@ -13,6 +13,7 @@ import (
 
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
+	"pastebin/redact"
 	"pastebin/store/storetest"
 )
 
@@ -130,7 +131,7 @@ func TestFsckFindsAndRepairs(t *testing.T) {
 		t.Errorf("report (-want +got):\n%s\nproblems: %v", diff, rep.Problems)
 	}
 	sameAsAudit(t, rep, audit)
-	if len(rep.Blobs.MissingBlobs) != 1 || !slices.Equal(rep.Blobs.MissingBlobs[0].Codes, []string{lost}) {
+	if len(rep.Blobs.MissingBlobs) != 1 || !slices.Equal(rep.Blobs.MissingBlobs[0].Pastes, []string{redact.Code(lost)}) {
 		t.Errorf("missing blobs %+v, want %s's with paste %s", rep.Blobs.MissingBlobs, lostKey, lost)
 	}
 	if rep.Outbox.Retrying != 1 || len(rep.Warnings) != 1 {
@@ -203,7 +204,7 @@ func TestFsckMissingAtTheEnd(t *testing.T) {
 	if diff := cmp.Diff(want, summarize(rep)); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
-	if len(rep.Blobs.MissingBlobs) != 1 || rep.Blobs.MissingBlobs[0].Codes[0] != code {
+	if len(rep.Blobs.MissingBlobs) != 1 || rep.Blobs.MissingBlobs[0].Pastes[0] != redact.Code(code) {
 		t.Errorf("missing %+v, want paste %s", rep.Blobs.MissingBlobs, code)
 	}
 	if keys := blobtest.Keys(t, e.bucket); len(keys) != 1 {

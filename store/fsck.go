@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"pastebin/redact"
 )
 
 // HexHash is a content hash that prints, and marshals to JSON, as hex.
@@ -194,11 +196,13 @@ func (s *Store) ContentKeysAfter(ctx context.Context, after string, limit int) (
 
 // BlobOwner is a content row, as the owner of a blob, with the pastes that read it.
 type BlobOwner struct {
-	BlobKey  string   `json:"blob_key"`
-	Hash     HexHash  `json:"content_hash"`
-	RefCount int64    `json:"ref_count"`
-	Live     int64    `json:"live_pastes"` // pastes not DELETED on it
-	Codes    []string `json:"examples"`    // a few of their short codes
+	BlobKey  string  `json:"blob_key"`
+	Hash     HexHash `json:"content_hash"`
+	RefCount int64   `json:"ref_count"`
+	Live     int64   `json:"live_pastes"` // pastes not DELETED on it
+	// Pastes names a few of the pastes as logs do (redact.Code), never by their codes, which let
+	// anyone read them. blob_key or content_hash finds them all in the database.
+	Pastes []string `json:"paste_hashes"`
 }
 
 // BlobOwners returns the content rows that name one of keys now, with their pastes.
@@ -215,6 +219,11 @@ func (s *Store) BlobOwners(ctx context.Context, keys []string) ([]BlobOwner, err
 	owners, err := pgx.CollectRows(rows, pgx.RowToStructByPos[BlobOwner])
 	if err != nil {
 		return nil, fmt.Errorf("find blob owners: %w", err)
+	}
+	for _, o := range owners {
+		for i, code := range o.Pastes {
+			o.Pastes[i] = redact.Code(code)
+		}
 	}
 	return owners, nil
 }

@@ -150,7 +150,7 @@ func printRefFindings(w io.Writer, f expiry.RefFindings, repair bool) {
 func printBlobFindings(w io.Writer, b expiry.BlobFindings, repair bool) {
 	fmt.Fprintf(w, "blobs missing from S3\t%d (%d live pastes)\n", b.Missing, b.MissingPastes)
 	for _, o := range b.MissingBlobs[:min(len(b.MissingBlobs), 5)] {
-		fmt.Fprintf(w, "\t  %s: ref_count %d, %d live pastes %v\n", o.BlobKey, o.RefCount, o.Live, o.Codes)
+		fmt.Fprintf(w, "\t  %s: ref_count %d, %d live pastes %v\n", o.BlobKey, o.RefCount, o.Live, o.Pastes)
 	}
 	fmt.Fprintf(w, "orphan blobs\t%d (%d bytes)\n", b.Orphans, b.OrphanBytes)
 	for _, k := range b.OrphanKeys[:min(len(b.OrphanKeys), 5)] {

@@ -11,6 +11,7 @@ import (
 
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
+	"pastebin/redact"
 	"pastebin/store/storetest"
 )
 
@@ -84,10 +85,15 @@ func TestFsckCommand(t *testing.T) {
 		t.Errorf("wrong, missing, orphans, problems (-want +got):\n%s%v", diff, rep.Problems)
 	}
 	out, _ = f.fsck()
-	for _, want := range []string{"PROBLEM", "invariant 1", "invariant 2", "invariant 3", lostKey, orphan} {
+	lostCode := f.queryString(t, `SELECT min(short_code) FROM pastes JOIN content USING (content_hash) WHERE blob_key = '`+lostKey+`'`)
+	for _, want := range []string{"PROBLEM", "invariant 1", "invariant 2", "invariant 3", lostKey, orphan, redact.Code(lostCode)} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
 		}
+	}
+	jsonOut, _ := f.fsck("--json")
+	if strings.Contains(out+jsonOut, lostCode) { // a code lets anyone read its paste
+		t.Errorf("the reports name paste %s by its code:\n%s\n%s", lostCode, out, jsonOut)
 	}
 
 	rep, err = f.fsckJSON(t, "--repair")
