@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -110,6 +111,45 @@ func TestCreateTooSlow(t *testing.T) {
 		browser := strings.Contains(tt.head, "text/html")
 		if resp.StatusCode != http.StatusRequestTimeout || !browser && !strings.Contains(body, "/problems/body-timeout") {
 			t.Errorf("%s: got %d %.200s, want 408 body-timeout", tt.name, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestClientGoneIsNotAnInternalError: a client that hangs up while its request is served cancels
+// the request's context, which fails whatever the server was doing for it. That is the client's
+// doing: one warning, never an internal error, and the answer nobody reads is logged as 499.
+func TestClientGoneIsNotAnInternalError(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	e := newEnv(t, withLogger(slog.New(api.LogHandler(slog.NewJSONHandler(&logs, nil)))))
+	p := e.create("read by a client that hangs up", "")
+	deps := e.deps
+	deps.Registry = prometheus.NewRegistry()
+	handler := api.NewServer(e.cfg, deps)
+	for _, tt := range []struct{ method, path, body string }{
+		{http.MethodPost, "/", "created for a client that hangs up"},
+		{http.MethodGet, "/raw/" + p.code, ""},
+		{http.MethodGet, "/api/v1/pastes/" + p.code, ""},
+		{http.MethodDelete, "/" + p.code, ""},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // as net/http does when the connection closes
+		req := httptest.NewRequestWithContext(ctx, tt.method, "/"+strings.TrimPrefix(tt.path, "/"), strings.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer "+p.token)
+		before := len(logs.String())
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, req)
+		var warned bool
+		for _, l := range parseLogs(t, logs.String()[before:]) {
+			switch {
+			case l.Msg == "client went away":
+				warned = true
+			case l.Msg != "request" && !strings.Contains(l.Msg, "redis"):
+				t.Errorf("%s %s: logged %s", tt.method, tt.path, l.raw)
+			}
+		}
+		if w.Code != 499 || !warned {
+			t.Errorf("%s %s: answered %d, warned %v; want 499 and a warning", tt.method, tt.path, w.Code, warned)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -78,6 +79,9 @@ var (
 	// errDeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
 	errDeleteUnconfirmed = &problem{status: http.StatusServiceUnavailable, name: "delete-unconfirmed", title: "Delete not confirmed yet"}
 	errHeadersTooLarge   = &problem{status: http.StatusRequestHeaderFieldsTooLarge, name: "headers-too-large", title: "Request headers too large"}
+	// errClientGone answers a client that hung up while its request was served: nobody reads it,
+	// but the access log and the metrics show nginx's 499 rather than an error of the server.
+	errClientGone = &problem{status: 499, name: "client-closed-request", title: "Client closed the request"}
 )
 
 // problems lists every problem by name, for the /problems pages.
@@ -118,6 +122,9 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 			return errBodyTimeout.withDetail("The request body did not arrive in time; nothing was saved.")
 		}
 		return errBodyIncomplete.withDetail("The request body ended before it was complete; nothing was saved.")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		logger.WarnContext(r.Context(), "client went away", "route", routePattern(r), "err", err)
+		return errClientGone.withDetail("The connection closed before the answer.")
 	case errors.Is(err, errBlobUnavailable):
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
 		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
