@@ -19,8 +19,12 @@ REDIS         ?= single
 build:
 	$(GO) build -o $(BIN) ./cmd/pastebin
 
+# A development run listens on loopback only; PASTEBIN_ADDR=:8080 make run serves every interface.
+# (serve's own default, :8080, is for deployments.)
+PASTEBIN_ADDR ?= 127.0.0.1:8080
+
 run: build
-	scripts/with-services.sh run $(BIN) serve
+	PASTEBIN_ADDR='$(PASTEBIN_ADDR)' scripts/with-services.sh run $(BIN) serve
 
 test: lint
 	scripts/ensure-chromium.sh

@@ -153,3 +153,26 @@ func TestClientGoneIsNotAnInternalError(t *testing.T) {
 		}
 	}
 }
+
+// TestBurnReaderHangsUp: a reader of a burn-after-reading paste who hangs up before the server took
+// the paste leaves it for the next reader (README, Create: burn).
+func TestBurnReaderHangsUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.create("read once, by whoever stays", "?burn=true")
+	deps := e.deps
+	deps.Registry = prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w := httptest.NewRecorder()
+	api.NewServer(e.cfg, deps).ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/raw/"+p.code, nil))
+	if w.Code != 499 {
+		t.Errorf("the reader who hung up: %d, want 499", w.Code)
+	}
+	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusOK || r.text() != "read once, by whoever stays" {
+		t.Errorf("the next reader: %d %q, want the paste", r.StatusCode, r.body)
+	}
+	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusGone {
+		t.Errorf("after it: %d, want 410", r.StatusCode)
+	}
+}

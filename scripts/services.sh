@@ -49,10 +49,34 @@ as_root() {
     log "need root to run: $*"; return 1; fi
 }
 
+# apt-get starts the services it installs: on a machine with systemd, the system's own PostgreSQL
+# and Redis, on their usual ports, beside the private ones. Debian's policy-rc.d says no to those
+# starts (exit 101; invoke-rc.d and deb-systemd-invoke ask it) while the install runs. A policy the
+# machine has of its own (Docker images have one) is left alone, and one of ours that a killed
+# install left behind is recognised by its mark and removed.
+policy_rc_d=/usr/sbin/policy-rc.d
+policy_mark="# written by pastebin's scripts/services.sh while it installs packages; removed after"
+
+deny_service_starts() {
+  allow_service_starts
+  [ ! -e "$policy_rc_d" ] || return 1
+  printf '#!/bin/sh\n%s\nexit 101\n' "$policy_mark" | as_root tee "$policy_rc_d" >/dev/null &&
+    as_root chmod 755 "$policy_rc_d"
+}
+
+allow_service_starts() {
+  if grep -qsF "$policy_mark" "$policy_rc_d"; then as_root rm -f "$policy_rc_d"; fi
+  return 0
+}
+
 apt_install() {
   log "installing $* with apt-get"
+  local denied=""
+  deny_service_starts && denied=1
+  [ -z "$denied" ] || trap allow_service_starts EXIT
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+  [ -z "$denied" ] || { allow_service_starts; trap - EXIT; }
 }
 
 pg_bin() {
