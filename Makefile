@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test test-suites fuzz build lint bench bench-cleanup costs soak services-up services-down clean
+.PHONY: run test test-suites fuzz build lint bench bench-cleanup costs soak contract services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -83,6 +83,11 @@ SOAK_LB = $(if $(filter haproxy,$(LB)),-haproxy "$$(scripts/services.sh test too
 soak: build
 	scripts/with-services.sh test $(GO) run ./cmd/soak -pastebin $(BIN) -duration $(SOAK_DURATION) \
 	  -max-ops $(SOAK_MAX_OPS) -redis $(REDIS) -dir artifacts/soak $(SOAK_LB) $(SOAK_ARGS)
+
+# The whole API through a validator nobody here wrote, Stoplight Prism's proxy (fetched from npm into
+# npm's cache; needs Node.js): every operation, errors included, against openapi.yaml. Not in make test.
+contract:
+	scripts/with-services.sh run scripts/contract.sh
 
 services-up:
 	scripts/services.sh run up >/dev/null; scripts/services.sh run status
