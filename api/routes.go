@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 
@@ -70,6 +71,19 @@ func allowedMethods(router chi.Routes, r *http.Request) []string {
 	path := r.URL.RawPath // what chi routes on
 	if path == "" {
 		path = r.URL.Path
+	}
+	return methodsAt(router, path)
+}
+
+// methodsAt lists the methods router serves at path. A mounted router is asked about the rest of
+// the path itself: chi's Match answers yes to any method at a mount point's own address (/admin),
+// which the mounted router then routes as "/".
+func methodsAt(router chi.Routes, path string) []string {
+	for _, rt := range router.Routes() {
+		mount, ok := strings.CutSuffix(rt.Pattern, "/*")
+		if rest, under := strings.CutPrefix(path, mount); ok && rt.SubRoutes != nil && under && (rest == "" || rest[0] == '/') {
+			return methodsAt(rt.SubRoutes, cmp.Or(rest, "/"))
+		}
 	}
 	var allowed []string
 	for _, m := range routedMethods {
