@@ -89,9 +89,9 @@ func (c *Cache) Reachable() bool { return !c.outage.failing.Load() }
 // Ping checks that Redis answers: every master, for a cluster, since a master that is down fails
 // the keys of its slots.
 func (c *Cache) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err := ForEachMaster(ctx, c.rdb, func(ctx context.Context, node *redis.Client) error {
+	err := ForEachMaster(pctx, c.rdb, func(ctx context.Context, node *redis.Client) error {
 		if err := node.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("%s: %w", node.Options().Addr, err)
 		}
@@ -100,7 +100,7 @@ func (c *Cache) Ping(ctx context.Context) error {
 	if err != nil {
 		err = fmt.Errorf("ping redis: %w", err)
 	}
-	return c.note(ctx, err)
+	return c.note(ctx, err) // the caller's context: Redis too slow for the 2 s is an outage
 }
 
 // Get looks code up. An entry is never a Hit past its expiry, nor near it (SkewMargin), nor when
@@ -235,6 +235,9 @@ func (c *Cache) Forget(ctx context.Context, codes []string) error {
 // note logs when Redis starts or stops failing, once per outage rather than once per request, and
 // returns err.
 func (c *Cache) note(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return err // the caller gave up (a client hung up): that says nothing about Redis
+	}
 	if err != nil && c.outage.Failed() {
 		c.logger.WarnContext(ctx, "redis unavailable, serving without cache", "err", err)
 	}

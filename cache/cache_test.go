@@ -108,3 +108,19 @@ func TestPingEveryMaster(t *testing.T) {
 		t.Errorf("Ping with master %s unreachable: %v, want an error naming it", unreachable, err)
 	}
 }
+
+// TestCallerGivingUpIsNoOutage: a lookup whose request was abandoned (the client hung up) fails, but
+// Redis is fine: the cache neither logs an outage nor reports itself unreachable.
+func TestCallerGivingUpIsNoOutage(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	c, _ := cachetest.NewOf(t, cachetest.Single, slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if l := c.Get(ctx, "abcdefghijk", time.Now()); l.Result != cache.Miss {
+		t.Fatalf("Get with the request gone: %v, want a miss", l.Result)
+	}
+	if !c.Reachable() || strings.Contains(logs.String(), "redis unavailable") {
+		t.Errorf("a request that gave up counted as a Redis outage (reachable %v): %s", c.Reachable(), logs.String())
+	}
+}
