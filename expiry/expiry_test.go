@@ -110,7 +110,7 @@ func TestWatchdog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.seed(storetest.SeedSpec{Pastes: 500, Expired: 300, Shared: 0.5, Tag: "W"})
-	claim, err := e.store.ClaimExpired(context.Background(), 120, nil) // a worker that died after this
+	claim, err := e.store.ClaimExpired(context.Background(), 120, time.Time{}, nil) // a worker that died after this
 	if err != nil || len(claim.Codes) != 120 {
 		t.Fatalf("claim: %d rows, %v", len(claim.Codes), err)
 	}

@@ -47,14 +47,18 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 	wg.Wait()
 }
 
-// claimBatches is the first stage: claim batches until one comes back empty.
+// claimBatches is the first stage: claim batches until one comes back empty. Each claim starts where
+// this worker's last one ended, past the dead index entries of the rows claimed before; only an
+// empty claim from there looks again from the front (rows the watchdog returned, or that a user's
+// transaction held while the claims went by), and only an empty claim from the front ends it.
 func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Claim) {
 	failures := 0
+	var from time.Time
 	for ctx.Err() == nil {
 		if x.pacer.wait(ctx) != nil {
 			return
 		}
-		c, err := x.claim(ctx)
+		c, err := x.claim(ctx, from)
 		if err != nil && ctx.Err() != nil {
 			return // shutting down (or the run's finish failed): not a failure of the claim
 		}
@@ -68,9 +72,14 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 			continue
 		}
 		failures = 0
+		if len(c.Codes) == 0 && !from.IsZero() {
+			from = time.Time{}
+			continue
+		}
 		if len(c.Codes) == 0 {
 			return
 		}
+		from = c.Last
 		r.add(cClaimed, len(c.Codes))
 		out <- c
 	}
@@ -119,7 +128,7 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 // claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
 // Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct. Once
 // begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
-func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
+func (x *Expirer) claim(ctx context.Context, from time.Time) (store.Claim, error) {
 	release, err := x.locks.Claim.Acquire(ctx)
 	if ctx.Err() != nil {
 		if err == nil {
@@ -147,7 +156,7 @@ func (x *Expirer) claim(ctx context.Context) (store.Claim, error) {
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
-	c, err := x.store.ClaimExpired(cctx, x.cfg.BatchSize, unlock)
+	c, err := x.store.ClaimExpired(cctx, x.cfg.BatchSize, from, unlock)
 	if err != nil {
 		x.metrics.failures.WithLabelValues("claim").Inc()
 		return store.Claim{}, err

@@ -11,17 +11,20 @@ import (
 )
 
 // Claim is a batch of expired pastes one cleanup worker took: short codes and their content hashes,
-// index for index.
+// index for index, and the latest expiry among them.
 type Claim struct {
 	Codes  []string
 	Hashes [][]byte
+	Last   time.Time
 }
 
-// lockExpiredSQL reads the front of idx_cleanup_expired (only live rows, in expiry order) and
-// locks what it returns; SKIP LOCKED passes over rows another claim holds.
+// lockExpiredSQL reads idx_cleanup_expired (only live rows, in expiry order) from $2 on, and locks
+// what it returns; SKIP LOCKED passes over rows another claim holds. The lower bound matters on a
+// heavy day: every claimed row leaves a dead entry at the front of the index until VACUUM, and a
+// scan from the very front would step over all of them, millions by the end of the drain.
 const lockExpiredSQL = `
 	SELECT ctid FROM pastes
-	WHERE status = 'NOT_EXPIRED' AND expires_at <= now()
+	WHERE status = 'NOT_EXPIRED' AND expires_at <= now() AND expires_at >= $2
 	ORDER BY expires_at
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED`
@@ -32,20 +35,20 @@ const lockExpiredSQL = `
 const markClaimedSQL = `
 	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = now()
 	WHERE ctid = ANY ($1::tid[])
-	RETURNING short_code, content_hash`
+	RETURNING short_code, content_hash, expires_at`
 
-// ClaimExpired moves up to limit expired live pastes to DELETION_IN_PROGRESS and returns them. It
-// first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
+// ClaimExpired moves up to limit expired live pastes, expiring at from or later (the zero time: any),
+// to DELETION_IN_PROGRESS and returns them. It first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
 // transaction: a caller holding the Redis lock releases it in locked, so the lock covers only the
 // choice of rows, and the row locks keep other claims off them until the mark commits. No two
 // claims ever share a row, with or without the Redis lock (invariant 7). A claim whose commit
 // failed may have committed all the same: its rows are handed back at once (ReturnClaim) rather
 // than left to the watchdog.
-func (s *Store) ClaimExpired(ctx context.Context, limit int, locked func()) (Claim, error) {
+func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, locked func()) (Claim, error) {
 	var c Claim
 	marked := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, lockExpiredSQL, limit)
+		rows, err := tx.Query(ctx, lockExpiredSQL, limit, from)
 		if err != nil {
 			return err
 		}
@@ -62,9 +65,13 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, locked func()) (Cla
 		}
 		var code string
 		var hash []byte
-		_, err = pgx.ForEachRow(rows, []any{&code, &hash}, func() error {
+		var expires time.Time
+		_, err = pgx.ForEachRow(rows, []any{&code, &hash, &expires}, func() error {
 			c.Codes = append(c.Codes, code)
 			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
+			if expires.After(c.Last) {
+				c.Last = expires
+			}
 			return nil
 		})
 		marked = err == nil

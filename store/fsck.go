@@ -177,7 +177,7 @@ func recount(ctx context.Context, tx pgx.Tx, locked [][]byte, was map[string]int
 	if err != nil || len(zero) == 0 {
 		return fixed, err
 	}
-	_, err = freeContent(ctx, tx, zero, 0)
+	_, err = releaseContent(ctx, tx, zero, make([]int64, len(zero)), 0)
 	return fixed, err
 }
 

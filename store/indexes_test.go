@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -39,21 +40,21 @@ func TestPartialIndexesUsed(t *testing.T) {
 	if _, err := storetest.Seed(ctx, s.Pool(), storetest.SeedSpec{Pastes: 60000, Expired: 3000, Shared: 0.3, Tag: "I"}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.ClaimExpired(ctx, 1000, nil) // tombstones for the purge
+	done, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil) // tombstones for the purge
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FinishClaim(ctx, done, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClaimExpired(ctx, 500, nil); err != nil { // some rows in flight for the watchdog
+	if _, err := s.ClaimExpired(ctx, 500, time.Time{}, nil); err != nil { // some rows in flight for the watchdog
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, "ANALYZE pastes"); err != nil {
 		t.Fatal(err)
 	}
 	plan := map[string]func() string{
-		"idx_cleanup_expired": func() string { return explain(t, s, store.ClaimSQL, 1000) },
+		"idx_cleanup_expired": func() string { return explain(t, s, store.ClaimSQL, 1000, time.Time{}) },
 		"idx_watchdog_stuck":  func() string { return explain(t, s, store.ResetStuckSQL, 10*time.Minute, 1000) },
 		"idx_tombstone_purge": func() string { return explain(t, s, store.PurgeSQL, time.Duration(0), 1000) },
 	}
@@ -71,4 +72,71 @@ func TestPartialIndexesUsed(t *testing.T) {
 			t.Errorf("without %s the plan does not scan pastes:\n%s", index, p)
 		}
 	}
+}
+
+// TestClaimStartsPastDeadEntries: every claimed row leaves a dead entry at the front of
+// idx_cleanup_expired until VACUUM. A claim that starts where the last one ended reads a few index
+// pages; one from the front reads every dead entry's page too.
+func TestClaimStartsPastDeadEntries(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	if _, err := storetest.Seed(ctx, s.Pool(), storetest.SeedSpec{Pastes: 60000, Expired: 30000, Shared: 0.3, Tag: "D"}); err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for range 20 {
+		c, err := s.ClaimExpired(ctx, 1000, last, nil)
+		if err != nil || len(c.Codes) != 1000 {
+			t.Fatalf("claim: %v, %d rows", err, len(c.Codes))
+		}
+		last = c.Last
+	}
+	front, past := claimIndexPages(t, s, time.Time{}), claimIndexPages(t, s, last)
+	t.Logf("pages read by a claim from the front: %d; from the last claim's end: %d", front, past)
+	if past*4 > front {
+		t.Errorf("a claim from the last one's end read %d index pages, from the front %d: want a quarter or less", past, front)
+	}
+}
+
+// claimIndexPages returns the pages of idx_cleanup_expired a claim from from reads (the claim is
+// rolled back).
+func claimIndexPages(t *testing.T, s *store.Store, from time.Time) int {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var plan string
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+store.ClaimSQL, 1000, from).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []struct{ Plan planNode }
+	if err := json.Unmarshal([]byte(plan), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	return nodes[0].Plan.indexPages("idx_cleanup_expired")
+}
+
+// planNode is a node of a JSON plan, with the buffers it read.
+type planNode struct {
+	Index string     `json:"Index Name"`
+	Hit   int        `json:"Shared Hit Blocks"`
+	Read  int        `json:"Shared Read Blocks"`
+	Plans []planNode `json:"Plans"`
+}
+
+// indexPages returns the pages the scan of index under n read (with the heap pages it visited).
+func (n planNode) indexPages(index string) int {
+	if n.Index == index {
+		return n.Hit + n.Read
+	}
+	for _, c := range n.Plans {
+		if p := c.indexPages(index); p > 0 {
+			return p
+		}
+	}
+	return 0
 }

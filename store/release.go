@@ -21,10 +21,9 @@ type Released struct {
 
 // tombstone moves the pastes codes (whose content hashes are hashes, index for index) from status
 // from to DELETED, and releases one content reference for each row that really moved: the
-// decrement is driven by the status transition in the same statement (invariant 6), so a retried
-// delete, a re-processed batch or a late worker changes nothing. Content rows that reached zero are
-// then deleted and their blob keys queued in the outbox, due after outboxDelay. Two statements,
-// whatever the number of pastes, after a batch has locked its content rows in hash order.
+// release is driven by the status transition, in the same transaction (invariant 6), so a retried
+// delete, a re-processed batch or a late worker changes nothing. Three statements, whatever the
+// number of pastes: lock the content rows in hash order, tombstone the pastes, release the content.
 func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from, reason string, outboxDelay time.Duration) (Released, error) {
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
@@ -34,13 +33,12 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return Released{}, err
 	}
-	if len(codes) > 1 {
-		if err := lockContentRows(ctx, tx, hashes); err != nil {
-			return Released{}, fmt.Errorf("lock content rows: %w", err)
-		}
+	if err := lockContentRows(ctx, tx, hashes); err != nil {
+		return Released{}, fmt.Errorf("lock content rows: %w", err)
 	}
 	var rel Released
-	var zero [][]byte
+	var released [][]byte
+	var counts []int64
 	err := tx.QueryRow(ctx, `
 		WITH gone AS (
 			UPDATE pastes p
@@ -51,41 +49,52 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 			RETURNING p.short_code, t.hash
 		), released AS (
 			SELECT hash, count(*) AS n FROM gone GROUP BY hash
-		), decremented AS (
-			UPDATE content c SET ref_count = c.ref_count - r.n
-			FROM released r WHERE c.content_hash = r.hash
-			RETURNING c.content_hash, c.ref_count
 		)
 		SELECT coalesce((SELECT array_agg(short_code) FROM gone), '{}'),
-		       coalesce((SELECT array_agg(content_hash) FROM decremented WHERE ref_count = 0), '{}')`,
-		codes, hashes, from, reason).Scan(&rel.Codes, &zero)
+		       coalesce(array_agg(r.hash ORDER BY r.hash), '{}'), coalesce(array_agg(r.n ORDER BY r.hash), '{}')
+		FROM released r`,
+		codes, hashes, from, reason).Scan(&rel.Codes, &released, &counts)
 	if err != nil {
 		return Released{}, fmt.Errorf("tombstone pastes: %w", err)
 	}
-	if len(zero) > 0 {
-		rel.BlobKeys, err = freeContent(ctx, tx, zero, outboxDelay)
+	if len(released) > 0 {
+		rel.BlobKeys, err = releaseContent(ctx, tx, released, counts, outboxDelay)
 		rel.FreedContent = len(rel.BlobKeys)
 	}
 	return rel, err
 }
 
-// freeContent deletes the content rows hashes, which the decrement just brought to zero, and queues
-// their blobs. Which rows reach zero must come from the decrement itself: it re-reads rows other
-// transactions changed, where a condition evaluated on an older snapshot (ref_count = n) would miss
-// a row another batch decremented meanwhile and leave it at zero forever. The decrement also holds
-// these rows' locks until commit, so no creator can take a reference between it and this delete.
-func freeContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, outboxDelay time.Duration) ([]string, error) {
-	rows, err := tx.Query(ctx, `
-		WITH freed AS (
-			DELETE FROM content WHERE content_hash = ANY($1) AND ref_count = 0 RETURNING blob_key
-		)
-		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $2::interval FROM freed
+// releaseContentSQL takes counts[i] references off content row hashes[i]: a row left with none is
+// deleted and its blob queued in the outbox, due after $3; the others are decremented. Deleting
+// the rows that reach zero directly, rather than decrementing them first, writes each once.
+const releaseContentSQL = `
+	WITH r AS (
+		SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n)
+	), freed AS (
+		DELETE FROM content c USING r WHERE c.content_hash = r.hash AND c.ref_count = r.n
+		RETURNING c.blob_key
+	), queued AS (
+		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed
 		ON CONFLICT (blob_key) DO NOTHING
-		RETURNING blob_key`, hashes, outboxDelay)
+		RETURNING blob_key
+	), decremented AS (
+		UPDATE content c SET ref_count = c.ref_count - r.n
+		FROM r WHERE c.content_hash = r.hash AND c.ref_count <> r.n AND r.n > 0
+	)
+	SELECT blob_key FROM queued`
+
+// releaseContent releases counts[i] references of content row hashes[i] and returns the blob keys
+// it queued. The caller holds the rows' locks (lockContentRows): this statement's snapshot, taken
+// after, sees their current ref_counts, which no other transaction can change before commit, and no
+// creator can take a reference to a row it deletes. A wrong ref_count fails here: below the count
+// on the CHECK (ref_count >= 0), equal to it while another paste still points at the row on the
+// foreign key (ON DELETE RESTRICT).
+func releaseContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, outboxDelay time.Duration) ([]string, error) {
+	rows, err := tx.Query(ctx, releaseContentSQL, hashes, counts, outboxDelay)
 	if err != nil {
-		return nil, fmt.Errorf("free content: %w", err)
+		return nil, fmt.Errorf("release content: %w", err)
 	}
-	return collectStrings(rows, "free content")
+	return collectStrings(rows, "release content")
 }
 
 // lockContentSQL locks content rows in hash order: the sort runs below the row locks, so they are
@@ -95,8 +104,8 @@ const lockContentSQL = `
 	SELECT content_hash, ref_count FROM content WHERE content_hash = ANY($1)
 	ORDER BY content_hash FOR UPDATE`
 
-// lockContentRows locks the content rows hashes (duplicates allowed) in hash order, before a
-// statement that updates several of them.
+// lockContentRows locks the content rows hashes (duplicates allowed) in hash order, before the
+// statements that release them.
 func lockContentRows(ctx context.Context, tx pgx.Tx, hashes [][]byte) error {
 	_, err := tx.Exec(ctx, lockContentSQL, hashes)
 	return err
