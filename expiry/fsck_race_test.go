@@ -72,7 +72,7 @@ func TestFsckSecondLook(t *testing.T) {
 	bucket := chunkedBucket{Bucket: e.bucket, t: t, fetched: func(prefix string) {
 		switch prefix {
 		case blob.Prefix + "0":
-			if _, err := e.create(ctx, contentStartingWith("created late", '0'), hour); err != nil {
+			if _, err := e.create(ctx, contentStartingWith("created late", '0'), hour, nil); err != nil {
 				t.Error(err)
 			}
 		case blob.Prefix + "c":

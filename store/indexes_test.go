@@ -84,6 +84,11 @@ func TestClaimStartsPastDeadEntries(t *testing.T) {
 	if _, err := storetest.Seed(ctx, s.Pool(), storetest.SeedSpec{Pastes: 60000, Expired: 30000, Shared: 0.3, Tag: "D"}); err != nil {
 		t.Fatal(err)
 	}
+	// The dead entries must still be there when the claims are measured: 20,000 claimed rows pass
+	// autovacuum's threshold for this table, and a vacuum in between would remove them.
+	if _, err := s.Pool().Exec(ctx, "ALTER TABLE pastes SET (autovacuum_enabled = false)"); err != nil {
+		t.Fatal(err)
+	}
 	var last time.Time
 	for range 20 {
 		c, err := s.ClaimExpired(ctx, 1000, last, nil)

@@ -70,7 +70,7 @@ backend serves
 
 // balance puts HAProxy in front of c's serve processes: the load then goes to entry alone.
 func (c *cluster) balance(cfg config, dataDir string) error {
-	port, err := freePort()
+	port, err := cfg.ports.pick()
 	if err != nil {
 		return err
 	}

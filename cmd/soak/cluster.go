@@ -41,7 +41,7 @@ func newCluster(cfg config, dbURL, dataDir string) (*cluster, error) {
 	}
 	ports := make([]int, cfg.serves+1)
 	for i := range ports {
-		p, err := freePort()
+		p, err := cfg.ports.pick()
 		if err != nil {
 			return nil, err
 		}

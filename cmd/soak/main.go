@@ -46,6 +46,7 @@ type config struct {
 	env          childEnv
 	haproxy      string // HAProxy's binary: the serve processes run behind it; empty: no balancer
 	poolerURL    string // pgbouncer in transaction mode: the serve processes reach PostgreSQL through it
+	ports        *portPicker
 }
 
 // childEnv is what child processes inherit from the soak's environment: enough to run, and no
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := config{
+	cfg := config{ports: newPortPicker(),
 		adminURL: getenv("PASTEBIN_DATABASE_URL"), versitygw: getenv("PASTEBIN_TEST_VERSITYGW"),
 		env: childEnv{path: getenv("PATH"), home: getenv("HOME"), tmp: getenv("TMPDIR")},
 	}

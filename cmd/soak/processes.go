@@ -152,17 +152,6 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// freePort asks the kernel for a free port on loopback. Another program could take it before the
-// child binds it; on loopback, in a test, that is rare enough.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // httpReady is a readiness check: GET url answers 200.
 func httpReady(url string) func(context.Context) error {
 	client := &http.Client{Timeout: 2 * time.Second}

@@ -39,7 +39,11 @@ func newRedisServers(cfg config, dataDir string) (*redisServers, error) {
 		n = 3
 	}
 	for i := range n {
-		port, bus, err := freePort2()
+		port, err := cfg.ports.pick()
+		if err != nil {
+			return nil, err
+		}
+		bus, err := cfg.ports.pick()
 		if err != nil {
 			return nil, err
 		}
@@ -63,16 +67,6 @@ func newRedisServers(cfg config, dataDir string) (*redisServers, error) {
 			log: filepath.Join(cfg.dir, name+".log"), args: args, ready: redisReady(addr)})
 	}
 	return r, nil
-}
-
-// freePort2 is two free ports: a cluster node's, and its cluster bus's.
-func freePort2() (int, int, error) {
-	a, err := freePort()
-	if err != nil {
-		return 0, 0, err
-	}
-	b, err := freePort()
-	return a, b, err
 }
 
 // url is PASTEBIN_REDIS_URL: go-redis's cluster URL, its first node and the others as addr=.
