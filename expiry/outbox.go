@@ -14,7 +14,9 @@ func (x *Expirer) deleteBlobs(ctx context.Context, r *run, keys []string) (delet
 	if len(keys) == 0 {
 		return 0, 0
 	}
+	start := time.Now()
 	res, err := x.blobs.Delete(ctx, keys)
+	x.metrics.blobDeleteSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		x.metrics.failures.WithLabelValues("s3").Inc()
 		if r != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -225,4 +226,21 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, limit int) (int64, err
 		return 0, fmt.Errorf("purge idempotency keys: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// ExplainClaim returns the plan, with its timing and buffers, of a claim's locking scan from from
+// (the zero time: the front of the index), run in a transaction that is rolled back: what a claim
+// costs at this moment, dead index entries included.
+func (s *Store) ExplainClaim(ctx context.Context, limit int, from time.Time) (string, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+lockExpiredSQL, limit, from)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"image/color"
+	"math"
+	"os"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// plotWindow is the seconds each point of the plot sums up.
+const plotWindow = 5
+
+var (
+	blue   = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	orange = color.RGBA{R: 255, G: 127, B: 14, A: 255}
+	grey   = color.RGBA{R: 120, G: 120, B: 120, A: 255}
+)
+
+// writePlot draws the drain under load over time, in three panels sharing the time axis: the
+// cleanup rate (with the pacers' limit, and the unpaced drain for comparison), the claim's p99, and
+// the users' p99 against their baseline.
+func writePlot(path string, rep *report) error {
+	d := rep.heavy
+	s := seriesOf(d, plotWindow)
+	rate := panel("cleanup rate, both replicas", "pastes/s")
+	addLine(rate, "drain under load", s.t, s.rate, blue, false)
+	addLine(rate, "pacers' limit (0: none)", s.t, s.limit, orange, true)
+	if rep.unpaced != nil {
+		u := seriesOf(rep.unpaced, plotWindow)
+		addLine(rate, "unpaced drain, no load", u.t, u.rate, grey, false)
+	}
+	claim := panel("claim p99", "ms")
+	addLine(claim, "claim p99", s.t, s.claimP99, blue, false)
+	users := panel("foreground p99", "ms")
+	addLine(users, "during the drain", s.t, s.fgP99, blue, false)
+	base := float64(statsOf(d.baseline).p99) / 1e6
+	addLine(users, "baseline (no drain)", []float64{0, s.t[len(s.t)-1]}, []float64{base, base}, grey, true)
+	users.X.Label.Text = "seconds since the runs started"
+	for _, p := range []*plot.Plot{rate, claim, users} {
+		p.X.Min, p.X.Max = 0, d.samples[len(d.samples)-1].at.Sub(d.samples[0].at).Seconds()
+	}
+
+	plots := [][]*plot.Plot{{rate}, {claim}, {users}}
+	img := vgimg.New(vg.Points(800), vg.Points(900))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 3, Cols: 1, PadX: vg.Millimeter, PadY: 4 * vg.Millimeter,
+		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+	canvases := plot.Align(plots, tiles, dc)
+	for j := range plots {
+		plots[j][0].Draw(canvases[j][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func panel(title, unit string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = unit
+	p.Y.Min = 0
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine adds a line, leaving out the windows with nothing to show (NaN).
+func addLine(p *plot.Plot, name string, xs, ys []float64, c color.Color, dashed bool) {
+	var pts plotter.XYs
+	for i := range xs {
+		if !math.IsNaN(ys[i]) && !math.IsInf(ys[i], 0) {
+			pts = append(pts, plotter.XY{X: xs[i], Y: ys[i]})
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return
+	}
+	l.Color = c
+	l.Width = vg.Points(1.2)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	p.Add(l)
+	p.Legend.Add(name, l)
+}

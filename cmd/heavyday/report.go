@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// write prints the report and writes it, with the plot, to the output folder.
+func (b *bench) write(rep *report) error {
+	var buf bytes.Buffer
+	b.writeReport(&buf, rep)
+	if _, err := b.out.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(b.cfg.out, "report.md"), buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if rep.heavy == nil {
+		return nil
+	}
+	return writePlot(filepath.Join(b.cfg.out, "heavyday.png"), rep)
+}
+
+func (b *bench) writeReport(w io.Writer, rep *report) {
+	cfg, m := rep.cfg, rep.meta
+	fmt.Fprintf(w, "# Heavy day: %s expired pastes among %s\n\n", count(cfg.expired), count(cfg.expired+cfg.live))
+	fmt.Fprintf(w, "Measured %s on %d cores (load average at the end: %s) with `make bench-heavyday PASTES=%d`: "+
+		"%d replicas × %d cleanup workers, batch 1000; foreground load %d requests/s; max_wal_size %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadAverage(), cfg.expired,
+		cfg.replicas, cfg.workers, cfg.rate, cfg.walBudget)
+	fmt.Fprintf(w, "Data: %.0f%% of pastes share content; the drain frees %s content rows, the first %s of which "+
+		"have real blobs in S3 (versitygw), the rest keys S3 no longer has. Loaded in %s (database) and %s (blobs).\n\n",
+		cfg.shared*100, count(int(m.Freed)), count(int(m.RealBlobs)), secs(m.LoadSeconds), secs(m.BlobsSeconds))
+	writeDrains(w, rep)
+	writeTargets(w, rep)
+	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
+		if d != nil {
+			b.writeDrain(w, d)
+		}
+	}
+	if d := rep.heavy; d != nil {
+		writeForeground(w, d)
+	}
+}
+
+func writeDrains(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "## End to end\n\n| | pastes | seconds | pastes/s | vs floor |\n|---|---|---|---|---|\n")
+	floor := math.NaN()
+	if f := rep.floor; f != nil {
+		floor = f.rate()
+		fmt.Fprintf(w, "| floor: set-based, one transaction, no S3 or Redis | %s | %.1f | %.0f | 1.00 |\n", count(int(f.pastes)), f.seconds, f.rate())
+	}
+	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
+		if d != nil {
+			fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %.2f |\n", d.name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), d.rate()/floor)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func writeTargets(w io.Writer, rep *report) {
+	fmt.Fprintf(w, "## Targets\n\n| target | measured | met |\n|---|---|---|\n")
+	row := func(target, measured string, met bool) {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", target, measured, map[bool]string{true: "yes", false: "**no**"}[met])
+	}
+	if d, f := rep.unpaced, rep.floor; d != nil && f != nil {
+		row("pacing off: ≥ 0.6 of the floor", fmt.Sprintf("%.2f", d.rate()/f.rate()), d.rate()/f.rate() >= 0.6)
+	}
+	if d := rep.heavy; d != nil {
+		base, during := statsOf(d.baseline), statsOf(d.during)
+		row("under load: drained in under 10 minutes", secs(d.seconds), d.seconds < 600)
+		ratio := float64(during.p99) / float64(base.p99)
+		row("under load: foreground p99 ≤ 2× its baseline", fmt.Sprintf("%s against %s: %.2f×", ms(during.p99), ms(base.p99), ratio), ratio <= 2)
+		row("under load: zero foreground errors", fmt.Sprintf("%d of %d", during.errors, during.requests), during.errors == 0)
+	}
+	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
+		if d == nil {
+			continue
+		}
+		all := d.samples[len(d.samples)-1].claim.minus(d.samples[0].claim)
+		row(fmt.Sprintf("%s: claim p99 under 50 ms", d.name), msf(all.quantile(0.99)), all.quantile(0.99) < 0.050)
+		ts := tenths(d)
+		if len(ts) == 10 {
+			first, last := ts[0].pastes/ts[0].seconds, ts[9].pastes/ts[9].seconds
+			row(fmt.Sprintf("%s: last tenth within 25%% of the first", d.name),
+				fmt.Sprintf("%.0f against %.0f pastes/s (%+.0f%%); claim p99 %s against %s", last, first, 100*(last/first-1),
+					msf(ts[9].claim.quantile(0.99)), msf(ts[0].claim.quantile(0.99))), last >= 0.75*first)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func (b *bench) writeDrain(w io.Writer, d *drainResult) {
+	fmt.Fprintf(w, "## Drain %s\n\n", d.name)
+	fmt.Fprintf(w, "| tenth | seconds | pastes/s | claim p50 | claim p99 | finishing p50 | finishing p99 | rate limit at its end |\n|---|---|---|---|---|---|---|---|\n")
+	for i, t := range tenths(d) {
+		limit := "none"
+		if t.rateLimit > 0 {
+			limit = fmt.Sprintf("%.0f/s", t.rateLimit)
+		}
+		fmt.Fprintf(w, "| %d | %.1f | %.0f | %s | %s | %s | %s | %s |\n", i+1, t.seconds, t.pastes/t.seconds,
+			msf(t.claim.quantile(0.5)), msf(t.claim.quantile(0.99)), msf(t.finish.quantile(0.5)), msf(t.finish.quantile(0.99)), limit)
+	}
+	fmt.Fprintf(w, "\nLatencies from the replicas' histograms (`pastebin_cleanup_claim_seconds`, `_finish_seconds`), "+
+		"interpolated within their buckets as histogram_quantile does.\n\n")
+	real, absent := b.s3Split(d)
+	all := d.samples[len(d.samples)-1].s3.minus(d.samples[0].s3)
+	fmt.Fprintf(w, "S3 `DeleteObjects`, one call per batch: in all %s calls, p50 %s, p99 %s; "+
+		"while the freed blobs really existed %s calls, p50 %s, p99 %s, mean %s; once S3 no longer had them %s calls, p50 %s, p99 %s, mean %s.\n\n",
+		count(int(all.count)), msf(all.quantile(0.5)), msf(all.quantile(0.99)),
+		count(int(real.count)), msf(real.quantile(0.5)), msf(real.quantile(0.99)), msf(real.mean()),
+		count(int(absent.count)), msf(absent.quantile(0.5)), msf(absent.quantile(0.99)), msf(absent.mean()))
+	n := float64(d.pastes)
+	fmt.Fprintf(w, "Database: %.0f bytes of WAL per cleaned paste (%.1f GB in all, the foreground load's included); "+
+		"dead tuples at the end %.2f per cleaned paste in `pastes` and %.2f in `content` (autovacuum ran %d and %d times meanwhile); "+
+		"%d deadlocks. `idx_cleanup_expired` %s → %s, `idx_watchdog_stuck` %s → %s.\n\n",
+		float64(d.after.walBytes-d.before.walBytes)/n, float64(d.after.walBytes-d.before.walBytes)/1e9,
+		float64(d.after.deadPastes)/n, float64(d.after.deadContent)/n,
+		d.after.vacuumsPastes-d.before.vacuumsPastes, d.after.vacuumsCont-d.before.vacuumsCont, d.deadlocks,
+		mb(d.before.idxCleanup), mb(d.after.idxCleanup), mb(d.before.idxWatchdog), mb(d.after.idxWatchdog))
+	var rss []string
+	for _, r := range d.peakRSS {
+		rss = append(rss, mb(r))
+	}
+	fmt.Fprintf(w, "Peak RSS of the replicas: %s.\n\n", strings.Join(rss, ", "))
+	writeRuns(w, d)
+	fmt.Fprintf(w, "Where the database's time went (pg_stat_statements, the drain and the load together):\n\n| calls | total ms | mean ms | rows | statement |\n|---|---|---|---|---|\n")
+	for _, s := range d.statements {
+		fmt.Fprintf(w, "| %d | %.0f | %.2f | %d | `%s` |\n", s.Calls, s.TotalMs, s.Mean, s.Rows, strings.ReplaceAll(s.Query, "|", `\|`))
+	}
+	fmt.Fprintf(w, "\nThe claim's scan from the front of the index, nine tenths into the drain (rolled back):\n\n```\n%s\n```\n\n", d.explain)
+}
+
+func writeRuns(w io.Writer, d *drainResult) {
+	fmt.Fprintf(w, "| run | replica | tombstoned | batches | content freed | blobs deleted | retried | errors | pacing | waited |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, r := range d.runs {
+		limit := "none"
+		if r.Pacing.RateLimit != nil {
+			limit = fmt.Sprintf("%.0f/s", *r.Pacing.RateLimit)
+		}
+		fmt.Fprintf(w, "| %d | serve-%d | %s | %d | %s | %s | %d | %d | %s, %s %s | %.0f s |\n", r.ID, i+1, count(int(r.Tombstoned)),
+			r.Batches, count(int(r.ContentFreed)), count(int(r.BlobsDeleted)), r.BatchesRetried, r.Errors,
+			r.Pacing.Mode, limit, r.Pacing.Reason, r.Pacing.WaitedSeconds)
+	}
+	cuts := d.samples[len(d.samples)-1].cuts - d.samples[0].cuts
+	fmt.Fprintf(w, "\nThe automatic pacing cut the rate %.0f times.\n\n", cuts)
+}
+
+func writeForeground(w io.Writer, d *drainResult) {
+	fmt.Fprintf(w, "## The users: the foreground load, alone and during the drain\n\n")
+	fmt.Fprintf(w, "| requests | alone: n | p50 | p99 | max | errors | during the drain: n | p50 | p99 | max | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	row := func(name string, a, z []outcome) {
+		sa, sz := statsOf(a), statsOf(z)
+		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %d | %d | %s | %s | %s | %d |\n", name,
+			sa.requests, ms(sa.p50), ms(sa.p99), ms(sa.max), sa.errors, sz.requests, ms(sz.p50), ms(sz.p99), ms(sz.max), sz.errors)
+	}
+	row("all", d.baseline, d.during)
+	kinds, base := byKind(d.baseline)
+	_, during := byKind(d.during)
+	for _, k := range kinds {
+		row(k, base[k], during[k])
+	}
+	sb, sd := statsOf(d.baseline), statsOf(d.during)
+	fmt.Fprintf(w, "\nThe baseline ran %s, the drain %s; open loop (vegeta), every request counted from when it was due.\n\n", secs(sb.seconds), secs(sd.seconds))
+}
+
+func count(n int) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.0fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+func secs(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+
+func msf(seconds float64) string {
+	if math.IsNaN(seconds) {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f ms", seconds*1000)
+}
+
+func mb(bytes int64) string { return fmt.Sprintf("%.1f MB", float64(bytes)/1e6) }
+
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
