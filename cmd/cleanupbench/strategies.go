@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pastebin/cache"
+	"pastebin/cmd/internal/benchdata"
 	"pastebin/expiry"
 	"pastebin/store"
 )
@@ -53,13 +54,13 @@ func (b *bench) measureAll(ctx context.Context) ([]result, error) {
 				return nil, fmt.Errorf("%s: %w", results[i].name, err)
 			}
 			results[i].rates = append(results[i].rates, rate)
-			deadlocks, err := b.deadlocks(ctx, db)
+			deadlocks, err := b.dbs.Deadlocks(ctx, db)
 			if err != nil {
 				return nil, err
 			}
 			results[i].deadlocks += deadlocks
 			b.logf("round %d/%d  %-60s %9.0f pastes/s, %d deadlocks", rep, b.cfg.repeat, results[i].name, rate, deadlocks)
-			if _, err := b.admin.Exec(ctx, "DROP DATABASE "+db+" WITH (FORCE)"); err != nil {
+			if err := b.dbs.Drop(ctx, db); err != nil {
 				return nil, err
 			}
 		}
@@ -86,7 +87,7 @@ func (b *bench) selected(i int) bool {
 
 // measure runs strategy i (floor, the subsystem per worker count, then naive) on database db.
 func (b *bench) measure(ctx context.Context, i int, db string) (float64, error) {
-	st, err := store.Open(ctx, b.dbURL(db), b.logger)
+	st, err := store.Open(ctx, b.dbs.URL(db), b.logger)
 	if err != nil {
 		return 0, err
 	}
@@ -121,7 +122,7 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 		return 0, err
 	}
 	if b.cfg.statements {
-		_, _ = st.Pool().Exec(ctx, `SELECT pg_stat_statements_reset()`)
+		_ = benchdata.ResetStatements(ctx, st.Pool())
 	}
 	start := time.Now()
 	r, err := x.RunOnce(ctx, "cli")
@@ -137,38 +138,16 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 	if r.Tombstoned != int64(b.cfg.expired) || r.Errors != 0 {
 		return 0, fmt.Errorf("run cleaned %d of %d pastes with %d errors: %s", r.Tombstoned, b.cfg.expired, r.Errors, r.LastError)
 	}
-	return float64(r.Tombstoned) / elapsed.Seconds(), b.verify(ctx, st, true)
+	return float64(r.Tombstoned) / elapsed.Seconds(), benchdata.Verify(ctx, st.Pool(), true)
 }
 
-// floor does the same database work as a cleanup, tombstones, ref_counts and the outbox, in one
-// transaction of set-based statements: the fastest the database itself could do it.
+// floor is the set-based floor (benchdata.Floor): the fastest the database itself could clean.
 func (b *bench) floor(ctx context.Context, st *store.Store) (float64, error) {
-	start := time.Now()
-	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
-		for _, q := range []string{
-			`CREATE TEMP TABLE expired ON COMMIT DROP AS
-			 SELECT short_code, content_hash FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()`,
-			`UPDATE pastes p SET status = 'DELETED', content_hash = NULL, deleted_at = now(), deleted_reason = 'expired'
-			 FROM expired e WHERE p.short_code = e.short_code`,
-			`CREATE TEMP TABLE released ON COMMIT DROP AS SELECT content_hash, count(*) AS n FROM expired GROUP BY 1`,
-			`ANALYZE released`,
-			// The rows reaching zero are chosen before any decrement, from the same counts.
-			`WITH freed AS (DELETE FROM content c USING released r
-			                WHERE c.content_hash = r.content_hash AND c.ref_count = r.n RETURNING c.blob_key)
-			 INSERT INTO blob_deletions (blob_key) SELECT blob_key FROM freed`,
-			`UPDATE content c SET ref_count = c.ref_count - r.n FROM released r WHERE c.content_hash = r.content_hash`,
-		} {
-			if _, err := tx.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	elapsed := time.Since(start)
+	n, elapsed, err := benchdata.Floor(ctx, st.Pool())
 	if err != nil {
 		return 0, err
 	}
-	return float64(b.cfg.expired) / elapsed.Seconds(), b.verify(ctx, st, false)
+	return float64(n) / elapsed.Seconds(), benchdata.Verify(ctx, st.Pool(), false)
 }
 
 // naive cleans a sample row by row, as the cleanup seed warns against: per paste one transaction,
@@ -236,25 +215,6 @@ func naiveDelete(ctx context.Context, st *store.Store, code string) (string, err
 	return freedKey, err
 }
 
-// verify checks, outside the timing, that a strategy did its whole job right: every ref_count
-// exact, no expired paste left, and for the subsystem the outbox drained.
-func (b *bench) verify(ctx context.Context, st *store.Store, outboxDrained bool) error {
-	var mismatches, left, outbox int
-	err := st.Pool().QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM content c WHERE ref_count <> (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash)),
-		       (SELECT count(*) FROM pastes WHERE status <> 'DELETED' AND expires_at <= now()),
-		       (SELECT count(*) FROM blob_deletions)`).Scan(&mismatches, &left, &outbox)
-	switch {
-	case err != nil:
-		return err
-	case mismatches > 0 || left > 0:
-		return fmt.Errorf("after the run: %d ref_count mismatches, %d expired pastes left", mismatches, left)
-	case outboxDrained && outbox > 0:
-		return fmt.Errorf("after the run: %d blobs left in the outbox", outbox)
-	}
-	return nil
-}
-
 // meanLatency reads the mean of a histogram the expiry subsystem recorded.
 func meanLatency(reg *prometheus.Registry, name string) time.Duration {
 	families, _ := reg.Gather()
@@ -271,38 +231,12 @@ func meanLatency(reg *prometheus.Registry, name string) time.Duration {
 
 // printStatements prints the statements that took the most time in the database since the reset.
 func (b *bench) printStatements(ctx context.Context, st *store.Store) {
-	rows, err := st.Pool().Query(ctx, `
-		SELECT calls, round(total_exec_time)::bigint, round(mean_exec_time::numeric, 2)::float8,
-		       regexp_replace(left(query, 90), '\s+', ' ', 'g')
-		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		ORDER BY total_exec_time DESC LIMIT 8`)
+	stmts, err := benchdata.TopStatements(ctx, st.Pool(), 8)
 	if err != nil {
 		b.logf("           pg_stat_statements: %v", err)
 		return
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var calls, total int64
-		var mean float64
-		var q string
-		if rows.Scan(&calls, &total, &mean, &q) == nil {
-			b.logf("           %6d calls %7d ms total %8.2f ms mean  %s", calls, total, mean, q)
-		}
+	for _, s := range stmts {
+		b.logf("           %6d calls %7.0f ms total %8.2f ms mean  %s", s.Calls, s.TotalMs, s.Mean, s.Query)
 	}
-}
-
-// deadlocks returns the deadlocks PostgreSQL detected in database db, once every connection to it
-// has closed: a backend reports its statistics when it exits.
-func (b *bench) deadlocks(ctx context.Context, db string) (int64, error) {
-	for range 100 {
-		var open int
-		err := b.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, db).Scan(&open)
-		if err != nil || open == 0 {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	var n int64
-	err := b.admin.QueryRow(ctx, `SELECT coalesce((SELECT deadlocks FROM pg_stat_database WHERE datname = $1), 0)`, db).Scan(&n)
-	return n, err
 }
