@@ -145,7 +145,7 @@ func (ps *pasteService) urls(r *http.Request, code string) pasteURLs {
 	base := strings.TrimSuffix(ps.cfg.BaseURL, "/")
 	if base == "" {
 		scheme := "http"
-		if r.TLS != nil {
+		if viaHTTPS(r) {
 			scheme = "https"
 		}
 		base = scheme + "://" + r.Host

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -169,9 +170,39 @@ func identifyClients(trusted []netip.Prefix) func(http.Handler) http.Handler {
 				// requests share one bucket rather than escape the limits.
 				ip = peerHost(r.RemoteAddr)
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, ip)))
+			ctx := context.WithValue(r.Context(), clientCtxKey{}, ip)
+			if strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") && fromTrusted(r, trusted) {
+				ctx = context.WithValue(ctx, httpsCtxKey{}, true)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
 		}))
 	}
+}
+
+// httpsCtxKey marks a request that a trusted proxy received over HTTPS (X-Forwarded-Proto).
+type httpsCtxKey struct{}
+
+// viaHTTPS reports whether the client's request came over HTTPS: to this server, or to a trusted
+// proxy that terminated TLS and said so. Its answers then name https addresses and its cookies
+// are Secure.
+func viaHTTPS(r *http.Request) bool {
+	https, _ := r.Context().Value(httpsCtxKey{}).(bool)
+	return r.TLS != nil || https
+}
+
+// fromTrusted reports whether the request's TCP peer is in a trusted proxy range.
+func fromTrusted(r *http.Request, trusted []netip.Prefix) bool {
+	addr, err := netip.ParseAddr(peerHost(r.RemoteAddr))
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap().WithZone("")
+	for _, p := range trusted {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func peerHost(remoteAddr string) string {

@@ -298,3 +298,32 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardedHTTPS: behind a proxy that terminates TLS, a request it says came over HTTPS
+// (X-Forwarded-Proto) gets https addresses and Secure cookies; the same header from any other peer
+// is ignored, since anyone can write it.
+func TestForwardedHTTPS(t *testing.T) {
+	t.Parallel()
+	trusted := withConfig(func(c *api.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	for _, tc := range []struct {
+		name  string
+		opts  []envOption
+		https bool
+	}{
+		{"from a trusted proxy", []envOption{withAdmin(adminToken, 1), trusted}, true},
+		{"from any other peer", []envOption{withAdmin(adminToken, 1)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, tc.opts...)
+			r := e.send(e.request(http.MethodPost, "/", strings.NewReader("over https"), "X-Forwarded-Proto", "https"))
+			if got := strings.HasPrefix(r.text(), "https://"); r.StatusCode != http.StatusCreated || got != tc.https {
+				t.Errorf("create: %d, answer %q; want an https address: %v", r.StatusCode, r.text(), tc.https)
+			}
+			r = e.form("/admin/sign-in", url.Values{"token": {adminToken}}, "X-Forwarded-Proto", "https")
+			if cs := r.Cookies(); r.StatusCode != http.StatusSeeOther || len(cs) != 1 || cs[0].Secure != tc.https {
+				t.Errorf("sign-in: %d, cookies %+v; want one, Secure: %v", r.StatusCode, cs, tc.https)
+			}
+		})
+	}
+}

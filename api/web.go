@@ -194,7 +194,7 @@ func takeTokenCookie(w http.ResponseWriter, r *http.Request, code string) string
 }
 
 func (web *webUI) secure(r *http.Request) bool {
-	return r.TLS != nil || strings.HasPrefix(web.ps.cfg.BaseURL, "https://")
+	return viaHTTPS(r) || strings.HasPrefix(web.ps.cfg.BaseURL, "https://")
 }
 
 // PageTitle is the paste's title, else its file name, else its code.

@@ -33,6 +33,8 @@ case "$profile" in
 esac
 offset=${PASTEBIN_PORT_OFFSET:-0}
 case "$offset" in ''|*[!0-9]*) echo "services.sh: PASTEBIN_PORT_OFFSET must be a number" >&2; exit 2 ;; esac
+# The highest port is 64572: past an offset of 900 ports run out (65535).
+[ "$offset" -le 900 ] || { echo "services.sh: PASTEBIN_PORT_OFFSET must be at most 900" >&2; exit 2; }
 pg_port=$((pg_port + offset)); redis_port=$((redis_port + offset))
 cluster_ports=$(for p in $cluster_ports; do echo $((p + offset)); done)
 [ -z "$s3_port" ] || s3_port=$((s3_port + offset))
@@ -130,7 +132,8 @@ pg_up() {
   as_pg "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 -o "-p $pg_port $(pg_settings)" start >/dev/null ||
     { tail -n 20 "$data/server.log" >&2; return 2; }
   "$bin/psql" -h 127.0.0.1 -p "$pg_port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='pastebin'" |
-    grep -q 1 || "$bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres pastebin
+    grep -q 1 || "$bin/createdb" -h 127.0.0.1 -p "$pg_port" -U postgres pastebin ||
+    { log "could not create the pastebin database"; return 2; }
   return 0
 }
 
@@ -345,11 +348,12 @@ start_one() {
 case "$action" in
   up)
     mkdir -p "$dir"
-    # A service that fails to start stops the ones this call started before it.
+    # A service that fails to start is stopped (it may have half-started: a daemon that never
+    # answered), and so are the ones this call started before it.
     started=""
     for s in $services; do
       if ! name=$(start_one "$s"); then
-        [ -z "$started" ] || "$0" "$profile" down $started
+        "$0" "$profile" down $started "$s"
         exit 1
       fi
       [ -z "$name" ] || { echo "$name"; started="$started $name"; }
