@@ -3,7 +3,9 @@ package api_test
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -224,5 +226,44 @@ func TestConsolePages(t *testing.T) {
 	}
 	if a := e.page("/admin/audit", "Cookie", s.cookie).text(); !strings.Contains(a, "block") || !strings.Contains(a, "cleanup") {
 		t.Errorf("the audit page lacks the block and the run")
+	}
+}
+
+// TestConsoleUnblockExpiryAndRefresh: the blocked list's unblock button lets the content be created
+// again; a session past its expiry opens nothing; a live run's page reloads itself without
+// JavaScript, and stops once the run has ended.
+func TestConsoleUnblockExpiryAndRefresh(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmin(adminToken, 1))
+	s := e.signIn(adminToken)
+	p := e.create("blocked, then not", "")
+	if r := e.form("/admin/blocked", url.Values{"csrf": {s.csrf}, "target": {e.srv.URL + "/" + p.code}, "reason": {"r"}},
+		"Cookie", s.cookie); r.StatusCode != http.StatusOK {
+		t.Fatalf("block form: %d", r.StatusCode)
+	}
+	if r := e.send(e.request(http.MethodPost, "/", strings.NewReader("blocked, then not"))); r.StatusCode != http.StatusUnavailableForLegalReasons {
+		t.Fatalf("a create of blocked content: %d, want 451", r.StatusCode)
+	}
+	hash := sha256.Sum256([]byte("blocked, then not"))
+	r := e.form("/admin/blocked/"+hex.EncodeToString(hash[:])+"/unblock", url.Values{"csrf": {s.csrf}, "reason": {"appeal"}}, "Cookie", s.cookie)
+	if r.StatusCode != http.StatusOK || !strings.Contains(r.text(), "no longer blocked") {
+		t.Errorf("unblock: %d", r.StatusCode)
+	}
+	if r := e.send(e.request(http.MethodPost, "/", strings.NewReader("blocked, then not"))); r.StatusCode != http.StatusCreated {
+		t.Errorf("a create once unblocked: %d, want 201", r.StatusCode)
+	}
+
+	live := e.count(`INSERT INTO cleanup_runs (trigger, workers) VALUES ('admin', 1) RETURNING id`)
+	ended := e.count(`INSERT INTO cleanup_runs (trigger, workers, status, finished_at) VALUES ('admin', 1, 'finished', now()) RETURNING id`)
+	for id, want := range map[int]bool{live: true, ended: false} {
+		page := e.page(fmt.Sprintf("/admin/runs/%d", id), "Cookie", s.cookie).text()
+		if got := strings.Contains(page, `<noscript><meta http-equiv="refresh"`); got != want {
+			t.Errorf("run %d's page reloads itself without JavaScript: %v, want %v", id, got, want)
+		}
+	}
+
+	e.exec(`UPDATE admin_sessions SET expires_at = now() - interval '1 second'`)
+	if r := e.browse("/admin", "Cookie", s.cookie); r.StatusCode != http.StatusSeeOther || !strings.HasPrefix(r.Header.Get("Location"), "/admin/sign-in") {
+		t.Errorf("an expired session: %d to %q, want 303 to sign in", r.StatusCode, r.Header.Get("Location"))
 	}
 }
