@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"pastebin/cmd/internal/benchdata"
 )
 
 func main() {
@@ -40,9 +42,7 @@ type config struct {
 	cpuProfile string // where to write a CPU profile of this process
 	statements bool   // after each subsystem run, print the costliest statements (pg_stat_statements)
 
-	adminURL, redisURL          string
-	s3Endpoint, s3Key, s3Secret string
-	s3DataDir                   string
+	services benchdata.Services
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -79,11 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := config{
-		adminURL: getenv("PASTEBIN_DATABASE_URL"), redisURL: getenv("PASTEBIN_REDIS_URL"),
-		s3Endpoint: getenv("PASTEBIN_TEST_S3_ENDPOINT"), s3Key: getenv("PASTEBIN_TEST_S3_ACCESS_KEY_ID"),
-		s3Secret: getenv("PASTEBIN_TEST_S3_SECRET_ACCESS_KEY"), s3DataDir: getenv("PASTEBIN_TEST_S3_DATA_DIR"),
-	}
+	cfg := config{services: benchdata.ServicesFromEnv(getenv)}
 	fs := flag.NewFlagSet("cleanupbench", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.IntVar(&cfg.expired, "pastes", 200000, "expired pastes to clean (as many live ones are loaded beside them)")
@@ -106,7 +102,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		}
 		cfg.workers = append(cfg.workers, n)
 	}
-	if cfg.adminURL == "" || cfg.redisURL == "" || cfg.s3Endpoint == "" || cfg.s3DataDir == "" {
+	if !cfg.services.Complete(true) {
 		return cfg, errors.New("PostgreSQL, Redis and S3 are not configured: run it with `make bench-cleanup`")
 	}
 	if cfg.expired < 1000 || cfg.repeat < 1 || cfg.sample < 100 {

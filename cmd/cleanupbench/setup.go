@@ -14,7 +14,6 @@ import (
 	"pastebin/blob"
 	"pastebin/cache"
 	"pastebin/cmd/internal/benchdata"
-	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
@@ -38,12 +37,12 @@ func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 	b := &bench{cfg: cfg, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		template: fmt.Sprintf("pb_bench_%s_%d_%d", dataVersion, cfg.expired, int(cfg.shared*100)),
 		bucket:   fmt.Sprintf("pb-bench-%s-%d-%d", dataVersion, cfg.expired, int(cfg.shared*100)), dirty: true}
-	b.snapshot = benchdata.NewBucketSnapshot(cfg.s3DataDir, b.bucket)
+	b.snapshot = benchdata.NewBucketSnapshot(cfg.services.S3DataDir, b.bucket)
 	var err error
-	if b.dbs, err = benchdata.OpenDatabases(ctx, cfg.adminURL); err != nil {
+	if b.dbs, err = benchdata.OpenDatabases(ctx, cfg.services.AdminURL); err != nil {
 		return nil, err
 	}
-	if b.rdb, err = cache.NewClient(cfg.redisURL, cache.ClientOptions{}); err != nil {
+	if b.rdb, err = cache.NewClient(cfg.services.RedisURL, cache.ClientOptions{}); err != nil {
 		b.dbs.Close()
 		return nil, err
 	}
@@ -90,40 +89,11 @@ func (b *bench) prepare(ctx context.Context) error {
 	return nil
 }
 
+// loadTemplate loads the pastes; live ones far from their expiry, so that the template stays right
+// for years of runs.
 func (b *bench) loadTemplate(ctx context.Context) error {
-	building := b.template + "_building"
-	if err := b.dbs.Drop(ctx, b.template); err != nil {
-		return err
-	}
-	if err := b.dbs.Create(ctx, building); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, b.dbs.URL(building), b.logger)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	// Live pastes far from their expiry, so that the template stays right for years of runs.
-	spec := storetest.SeedSpec{Pastes: 2 * b.cfg.expired, Expired: b.cfg.expired, Shared: b.cfg.shared, Tag: "B",
-		LiveFor: 10 * 365 * 24 * time.Hour}
-	err = benchdata.LoadWithoutIndexes(ctx, st.Pool(), []string{"pastes", "content"}, func(ctx context.Context) error {
-		return storetest.Load(ctx, st.Pool(), spec)
-	})
-	if err != nil {
-		return err
-	}
-	for _, q := range []string{"CREATE EXTENSION IF NOT EXISTS pg_prewarm", "VACUUM (FREEZE, ANALYZE)"} {
-		if _, err := st.Pool().Exec(ctx, q); err != nil {
-			return err
-		}
-	}
-	// Only there when the server preloads it (the bench profile does): for -statements.
-	_, _ = st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-	st.Close()
-	return b.dbs.Rename(ctx, building, b.template)
+	return b.dbs.BuildTemplate(ctx, b.template, storetest.SeedSpec{Pastes: 2 * b.cfg.expired, Expired: b.cfg.expired,
+		Shared: b.cfg.shared, Tag: "B", LiveFor: 10 * 365 * 24 * time.Hour})
 }
 
 // loadBucket uploads the blobs cleanup will free (content no live paste holds), then snapshots the
@@ -161,8 +131,7 @@ func (b *bench) loadBucket(ctx context.Context) error {
 }
 
 func (b *bench) openBucket(ctx context.Context) (*blob.Bucket, error) {
-	return blob.Open(ctx, blob.Config{Endpoint: b.cfg.s3Endpoint, Region: "us-east-1", Bucket: b.bucket,
-		PathStyle: true, AccessKeyID: b.cfg.s3Key, SecretAccessKey: b.cfg.s3Secret, Timeout: time.Minute})
+	return b.cfg.services.OpenBucket(ctx, b.bucket)
 }
 
 // restore gives a measurement a fresh database, name, copied from the template, the bucket as

@@ -108,7 +108,7 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 	if err != nil {
 		return 0, err
 	}
-	c, err := cache.OpenURL(b.cfg.redisURL, cache.ClientOptions{}, "pb:", b.logger)
+	c, err := cache.OpenURL(b.cfg.services.RedisURL, cache.ClientOptions{}, "pb:", b.logger)
 	if err != nil {
 		return 0, err
 	}

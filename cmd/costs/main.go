@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"pastebin/cmd/internal/benchdata"
 )
 
 func main() {
@@ -35,14 +37,11 @@ type config struct {
 	workers     int // cleanup workers
 	out         string
 
-	adminURL, redisURL          string
-	s3Endpoint, s3Key, s3Secret string
+	services benchdata.Services
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cfg := config{adminURL: getenv("PASTEBIN_DATABASE_URL"), redisURL: getenv("PASTEBIN_REDIS_URL"),
-		s3Endpoint: getenv("PASTEBIN_TEST_S3_ENDPOINT"), s3Key: getenv("PASTEBIN_TEST_S3_ACCESS_KEY_ID"),
-		s3Secret: getenv("PASTEBIN_TEST_S3_SECRET_ACCESS_KEY")}
+	cfg := config{services: benchdata.ServicesFromEnv(getenv)}
 	fs := flag.NewFlagSet("costs", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.IntVar(&cfg.pastes, "pastes", 50000, "pastes to create, expire and clean")
@@ -57,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return nil
 	case err != nil:
 		return err
-	case cfg.adminURL == "" || cfg.redisURL == "" || cfg.s3Endpoint == "":
+	case !cfg.services.Complete(false):
 		return errors.New("PostgreSQL, Redis and S3 are not configured: run it with `make costs`")
 	case cfg.pastes < 1000 || cfg.shared < 0 || cfg.shared >= 1 || cfg.concurrency < 1 || cfg.workers < 1:
 		return errors.New("-pastes at least 1000, -shared in [0, 1), -concurrency and -workers at least 1")

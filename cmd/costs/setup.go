@@ -48,14 +48,14 @@ func newMeasurement(ctx context.Context, cfg config, out io.Writer) (_ *measurem
 			m.close()
 		}
 	}()
-	if m.admin, err = pgx.Connect(ctx, cfg.adminURL); err != nil {
+	if m.admin, err = pgx.Connect(ctx, cfg.services.AdminURL); err != nil {
 		return nil, err
 	}
 	m.dbName = "pb_costs_" + randomHex(6)
 	if _, err := m.admin.Exec(ctx, "CREATE DATABASE "+m.dbName); err != nil {
 		return nil, err
 	}
-	dbURL := withDatabase(cfg.adminURL, m.dbName)
+	dbURL := withDatabase(cfg.services.AdminURL, m.dbName)
 	if m.store, err = store.Open(ctx, dbURL, m.logger); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func newMeasurement(ctx context.Context, cfg config, out io.Writer) (_ *measurem
 
 // openBucket opens a bucket of its own behind a proxy that counts the S3 calls.
 func (m *measurement) openBucket(ctx context.Context) error {
-	target, err := url.Parse(m.cfg.s3Endpoint)
+	target, err := url.Parse(m.cfg.services.S3Endpoint)
 	if err != nil {
 		return err
 	}
@@ -98,8 +98,9 @@ func (m *measurement) openBucket(ctx context.Context) error {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	m.closers = append(m.closers, func() { srv.Close() })
-	m.bucket, err = blob.Open(ctx, blob.Config{Endpoint: "http://" + ln.Addr().String(), Bucket: "pb-costs-" + randomHex(4),
-		Region: "us-east-1", PathStyle: true, AccessKeyID: m.cfg.s3Key, SecretAccessKey: m.cfg.s3Secret, Timeout: time.Minute})
+	through := m.cfg.services
+	through.S3Endpoint = "http://" + ln.Addr().String()
+	m.bucket, err = through.OpenBucket(ctx, "pb-costs-"+randomHex(4))
 	return err
 }
 
@@ -118,7 +119,7 @@ func s3Call(r *http.Request) string {
 
 // openCache opens Redis (one server or a cluster) with a hook that counts commands and pipelines.
 func (m *measurement) openCache() error {
-	c, err := cache.OpenURL(m.cfg.redisURL, cache.ClientOptions{}, "costs:"+randomHex(4)+":", m.logger)
+	c, err := cache.OpenURL(m.cfg.services.RedisURL, cache.ClientOptions{}, "costs:"+randomHex(4)+":", m.logger)
 	if err != nil {
 		return err
 	}

@@ -13,10 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
-	"pastebin/blob"
 	"pastebin/cache"
 	"pastebin/cmd/internal/benchdata"
-	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
@@ -54,9 +52,9 @@ func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 	name := fmt.Sprintf("%s_%d_%d_%d", dataVersion, cfg.expired, cfg.live, int(cfg.shared*100))
 	b := &bench{cfg: cfg, out: out, logger: slog.New(slog.DiscardHandler), template: "pb_heavy_" + name,
 		bucket: fmt.Sprintf("pb-heavy-%s-%d-%d-%d-%d", dataVersion, cfg.expired, cfg.live, int(cfg.shared*100), cfg.realBlobs)}
-	b.snapshot = benchdata.NewBucketSnapshot(cfg.s3DataDir, b.bucket)
+	b.snapshot = benchdata.NewBucketSnapshot(cfg.services.S3DataDir, b.bucket)
 	var err error
-	if b.dbs, err = benchdata.OpenDatabases(ctx, cfg.adminURL); err != nil {
+	if b.dbs, err = benchdata.OpenDatabases(ctx, cfg.services.AdminURL); err != nil {
 		return nil, err
 	}
 	if err := b.prepare(ctx); err != nil {
@@ -123,45 +121,13 @@ func (b *bench) writeMeta() error {
 	return os.WriteFile(b.snapshot.Path(".json"), data, 0o644)
 }
 
-// loadTemplate loads the pastes with set-based statements into a database built without indexes,
-// then indexes, vacuums and freezes it, and only then gives it the template's name: an
-// interrupted load leaves nothing a later run would take for loaded.
+// loadTemplate loads the pastes: expiries spread over the day before the last hour, as a cohort
+// of 30-day pastes created over a day; live pastes far from theirs, so that the template stays
+// right for years of runs.
 func (b *bench) loadTemplate(ctx context.Context) error {
-	building := b.template + "_building"
-	if err := b.dbs.Drop(ctx, b.template); err != nil {
-		return err
-	}
-	if err := b.dbs.Create(ctx, building); err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, b.dbs.URL(building), b.logger)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if _, err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	pool := st.Pool()
-	// Expiries spread over the day before the last hour, as a cohort of 30-day pastes created over
-	// a day; live pastes far from theirs, so the template stays right for years of runs.
-	spec := storetest.SeedSpec{Pastes: b.cfg.expired + b.cfg.live, Expired: b.cfg.expired, Shared: b.cfg.shared,
-		Tag: seedTag, ExpiredOver: 24 * time.Hour, LiveFor: 10 * 365 * 24 * time.Hour}
-	err = benchdata.LoadWithoutIndexes(ctx, pool, []string{"pastes", "content"}, func(ctx context.Context) error {
-		return storetest.Load(ctx, pool, spec)
-	})
-	if err != nil {
-		return err
-	}
-	b.logf("loaded and indexed; vacuuming")
-	for _, q := range []string{"VACUUM (FREEZE, ANALYZE)", "CREATE EXTENSION IF NOT EXISTS pg_prewarm",
-		"CREATE EXTENSION IF NOT EXISTS pg_stat_statements"} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			return err
-		}
-	}
-	st.Close()
-	return b.dbs.Rename(ctx, building, b.template)
+	return b.dbs.BuildTemplate(ctx, b.template, storetest.SeedSpec{Pastes: b.cfg.expired + b.cfg.live,
+		Expired: b.cfg.expired, Shared: b.cfg.shared, Tag: seedTag, ExpiredOver: 24 * time.Hour,
+		LiveFor: 10 * 365 * 24 * time.Hour})
 }
 
 // loadBucket uploads the blobs of the first content rows the drain frees and of the live sample,
@@ -180,8 +146,7 @@ func (b *bench) loadBucket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bucket, err := blob.Open(ctx, blob.Config{Endpoint: b.cfg.s3Endpoint, Region: "us-east-1", Bucket: b.bucket,
-		PathStyle: true, AccessKeyID: b.cfg.s3Key, SecretAccessKey: b.cfg.s3Secret, Timeout: time.Minute})
+	bucket, err := b.cfg.services.OpenBucket(ctx, b.bucket)
 	if err != nil {
 		return err
 	}
@@ -283,7 +248,7 @@ func (b *bench) restore(ctx context.Context, name string) error {
 // fillRedis empties Redis and caches every expired paste of database name under the key the
 // replicas use.
 func (b *bench) fillRedis(ctx context.Context, name string) error {
-	rdb, err := cache.NewClient(b.cfg.redisURL, cache.ClientOptions{})
+	rdb, err := cache.NewClient(b.cfg.services.RedisURL, cache.ClientOptions{})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"pastebin/cmd/internal/benchdata"
 )
 
 func main() {
@@ -45,9 +47,7 @@ type config struct {
 	out        string
 	pastebin   string // the serve binary
 
-	adminURL, redisURL          string
-	s3Endpoint, s3Key, s3Secret string
-	s3DataDir                   string
+	services benchdata.Services
 }
 
 // The phases, in the order they run.
@@ -82,11 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (config, error) {
-	cfg := config{
-		adminURL: getenv("PASTEBIN_DATABASE_URL"), redisURL: getenv("PASTEBIN_REDIS_URL"),
-		s3Endpoint: getenv("PASTEBIN_TEST_S3_ENDPOINT"), s3Key: getenv("PASTEBIN_TEST_S3_ACCESS_KEY_ID"),
-		s3Secret: getenv("PASTEBIN_TEST_S3_SECRET_ACCESS_KEY"), s3DataDir: getenv("PASTEBIN_TEST_S3_DATA_DIR"),
-	}
+	cfg := config{services: benchdata.ServicesFromEnv(getenv)}
 	fs := flag.NewFlagSet("heavyday", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	fs.IntVar(&cfg.expired, "pastes", 10_000_000, "expired pastes the drain clears")
@@ -120,7 +116,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		}
 	}
 	switch {
-	case cfg.adminURL == "" || cfg.redisURL == "" || cfg.s3Endpoint == "" || cfg.s3DataDir == "":
+	case !cfg.services.Complete(true):
 		return cfg, errors.New("PostgreSQL, Redis and S3 are not configured: run it with `make bench-heavyday`")
 	case cfg.expired < 10_000 || cfg.live < 10_000:
 		return cfg, errors.New("-pastes and -live must be at least 10000")

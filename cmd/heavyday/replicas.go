@@ -69,8 +69,9 @@ func (b *bench) startReplica(ctx context.Context, i int, s replicaSettings) (*re
 	r.cmd.Stdout, r.cmd.Stderr = log, log
 	r.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"PASTEBIN_ADDR=" + addr, "PASTEBIN_DATABASE_URL=" + b.dbs.URL(s.db), "PASTEBIN_MIGRATE=false",
-		"PASTEBIN_REDIS_URL=" + b.cfg.redisURL, "PASTEBIN_S3_ENDPOINT=" + b.cfg.s3Endpoint, "PASTEBIN_S3_BUCKET=" + b.bucket,
-		"PASTEBIN_S3_ACCESS_KEY_ID=" + b.cfg.s3Key, "PASTEBIN_S3_SECRET_ACCESS_KEY=" + b.cfg.s3Secret,
+		"PASTEBIN_REDIS_URL=" + b.cfg.services.RedisURL, "PASTEBIN_S3_ENDPOINT=" + b.cfg.services.S3Endpoint,
+		"PASTEBIN_S3_BUCKET=" + b.bucket, "PASTEBIN_S3_ACCESS_KEY_ID=" + b.cfg.services.S3Key,
+		"PASTEBIN_S3_SECRET_ACCESS_KEY=" + b.cfg.services.S3Secret,
 		"PASTEBIN_ADMIN_TOKEN=" + adminToken, "PASTEBIN_RATE_CREATE=off", "PASTEBIN_LOG_FORMAT=json",
 		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
 		"PASTEBIN_SWEEP_SCHEDULE=", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,

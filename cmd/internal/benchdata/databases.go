@@ -127,18 +127,7 @@ func (d *Databases) waitUnused(ctx context.Context, name string) error {
 		if err != nil || open == 0 {
 			return err
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
 }
