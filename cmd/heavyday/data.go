@@ -57,6 +57,10 @@ func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 	if b.dbs, err = benchdata.OpenDatabases(ctx, cfg.services.AdminURL); err != nil {
 		return nil, err
 	}
+	if err := b.setWALBudget(ctx, cfg.walBudget); err != nil {
+		b.dbs.Close()
+		return nil, err
+	}
 	if err := b.prepare(ctx); err != nil {
 		b.close()
 		return nil, err
@@ -66,6 +70,7 @@ func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 
 func (b *bench) close() {
 	b.snapshot.Close()
+	_ = b.setWALBudget(context.Background(), "")
 	b.dbs.Close()
 }
 

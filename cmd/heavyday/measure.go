@@ -58,10 +58,6 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {
 		return nil, err
 	}
-	if err := b.setWALBudget(ctx, b.cfg.walBudget); err != nil {
-		return nil, err
-	}
-	defer b.setWALBudget(context.WithoutCancel(ctx), "")
 	for _, phase := range b.cfg.phases {
 		if err := b.restore(ctx, phaseDB); err != nil {
 			return nil, err
