@@ -115,6 +115,7 @@ func (b *bench) subsystem(ctx context.Context, st *store.Store, workers int) (fl
 	defer c.Close()
 	cfg := expiry.DefaultConfig()
 	cfg.Workers, cfg.BatchSize, cfg.SweepSchedule = workers, b.cfg.batchSize, ""
+	cfg.Pacing.Mode = expiry.PacingOff // the subsystem's own speed: nobody else is on the database
 	reg := prometheus.NewRegistry()
 	locks := expiry.Locks{Claim: c.NewLock("claim", 5*time.Second, 10*time.Second), Sweep: c.NewLease("sweep", time.Minute)}
 	x, err := expiry.New(cfg, st, bucket, c, locks, b.logger, reg)
