@@ -77,6 +77,10 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		if err := b.dbs.Drop(ctx, phaseDB); err != nil {
 			return nil, err
 		}
+		// After every phase, so that an interrupted run keeps what it measured.
+		if err := b.write(rep); err != nil {
+			return nil, err
+		}
 	}
 	return rep, nil
 }

@@ -12,16 +12,15 @@ import (
 	"time"
 )
 
-// write prints the report and writes it, with the plot, to the output folder.
+// write writes the report of the phases measured so far, with the plot, to the output folder.
 func (b *bench) write(rep *report) error {
 	var buf bytes.Buffer
 	b.writeReport(&buf, rep)
-	if _, err := b.out.Write(buf.Bytes()); err != nil {
+	path := filepath.Join(b.cfg.out, "report.md")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(b.cfg.out, "report.md"), buf.Bytes(), 0o644); err != nil {
-		return err
-	}
+	b.logf("report so far written to %s", path)
 	if rep.heavy == nil {
 		return nil
 	}
