@@ -78,9 +78,10 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 // waits on a count over a large backlog.
 const backlogEvery = 15 * time.Second
 
-// backlogShare bounds the time the refreshes take to a twentieth of the process's time: on a
-// heavy day the count walks millions of index entries (seconds), and every replica counts.
-const backlogShare = 20
+// backlogShare bounds the time the refreshes take to a sixtieth: on a heavy day the count walks
+// millions of index entries (seconds of a core; the heavy-day bench saw users' p99 jump with each),
+// and every replica counts.
+const backlogShare = 60
 
 func (x *Expirer) runBacklogGauges(ctx context.Context) {
 	for {

@@ -176,16 +176,23 @@ func (b Backlog) MarshalJSON() ([]byte, error) {
 }
 
 // Backlog counts the waiting work. The counts read only the two partial indexes and the outbox
-// (small while it drains; the scan that finds its oldest entry is the one that counts it).
+// (small while it drains; the scan that finds its oldest entry is the one that counts it). On a
+// heavy day the first count walks millions of entries: it runs in one process, never as a parallel
+// query, which would take every core for its seconds and stall users' requests meanwhile.
 func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
 	var oldest, outboxOldest *time.Time
-	err := s.pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
-		       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
-		       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
-		       (SELECT count(*) FROM blob_deletions),
-		       (SELECT min(enqueued_at) FROM blob_deletions)`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `
+			SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
+			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
+			       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+			       (SELECT count(*) FROM blob_deletions),
+			       (SELECT min(enqueued_at) FROM blob_deletions)`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
+	})
 	if err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}

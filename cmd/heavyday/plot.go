@@ -29,7 +29,7 @@ func writePlot(path string, rep *report) error {
 	s := seriesOf(d, plotWindow)
 	rate := panel("cleanup rate, both replicas", "pastes/s")
 	addLine(rate, "drain under load", s.t, s.rate, blue, false)
-	addLine(rate, "pacers' limit (0: none)", s.t, s.limit, orange, true)
+	addLine(rate, "pacers' limit", s.t, s.limit, orange, true)
 	if rep.unpaced != nil {
 		u := seriesOf(rep.unpaced, plotWindow)
 		addLine(rate, "unpaced drain, no load", u.t, u.rate, grey, false)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"time"
@@ -129,7 +130,7 @@ func seriesOf(d *drainResult, window int) series {
 		secs := z.at.Sub(a.at).Seconds()
 		s.t = append(s.t, z.at.Sub(start).Seconds())
 		s.rate = append(s.rate, (z.tombstoned-a.tombstoned)/secs)
-		s.limit = append(s.limit, z.rateLimit)
+		s.limit = append(s.limit, cmp.Or(z.rateLimit, math.NaN())) // 0: no limit, nothing to draw
 		s.claimP99 = append(s.claimP99, 1000*z.claim.minus(a.claim).quantile(0.99))
 		s.fgP99 = append(s.fgP99, p99Between(d.during, a.at, z.at))
 	}
