@@ -114,6 +114,9 @@ func (b *bench) loadBucket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := b.snapshot.Empty(); err != nil {
+		return err
+	}
 	bucket, err := b.openBucket(ctx)
 	if err != nil {
 		return err

@@ -80,7 +80,7 @@ func (b *bench) logf(format string, args ...any) {
 
 // prepare loads the template database and the bucket, unless an earlier run left them.
 func (b *bench) prepare(ctx context.Context) error {
-	if err := b.dbs.DropOthers(ctx, "pb_heavy_", b.template); err != nil {
+	if err := b.dbs.DropOthers(ctx, "pb_heavy_", "pb_heavy_"+dataVersion+"_"); err != nil {
 		return err
 	}
 	exists, err := b.dbs.Exists(ctx, b.template)
@@ -149,6 +149,9 @@ func (b *bench) loadBucket(ctx context.Context) error {
 	}
 	sample, err := b.liveSample(ctx, conn)
 	if err != nil {
+		return err
+	}
+	if err := b.snapshot.Empty(); err != nil {
 		return err
 	}
 	bucket, err := b.cfg.services.OpenBucket(ctx, b.bucket)

@@ -132,40 +132,40 @@ func (b *bench) drain(ctx context.Context, name, pacing, maxRate string, withLoa
 	if err != nil {
 		return nil, err
 	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			stopReplicas(rs)
-		}
-	}()
-	var fg *foreground
-	stopLoad := make(chan struct{})
-	loadDone := make(chan struct{})
 	if withLoad {
-		if fg, err = b.startLoad(ctx, rs, stopLoad, loadDone); err != nil {
-			return nil, err
-		}
-		b.logf("%s: baseline, the foreground load alone for %s", name, b.cfg.baseline)
-		fg.setRecording(true)
-		if err := sleep(ctx, b.cfg.baseline); err != nil {
-			return nil, err
-		}
-		d.baseline = fg.take()
+		err = b.drainUnderLoad(ctx, st, rs, d)
+	} else {
+		err = b.follow(ctx, st, rs, d)
 	}
-	if err := b.follow(ctx, st, rs, d); err != nil {
+	d.peakRSS = stopReplicas(rs)
+	if err != nil {
 		return nil, err
 	}
-	if withLoad {
-		close(stopLoad)
-		<-loadDone
-		d.during = fg.take()
-	}
-	d.peakRSS, stopped = stopReplicas(rs), true
 	if d.deadlocks, err = b.dbs.Deadlocks(ctx, phaseDB); err != nil {
 		return nil, err
 	}
 	b.logf("%s: %d pastes in %.1f s, %.0f pastes/s; checking the database", name, d.pastes, d.seconds, d.rate())
 	return d, benchdata.Verify(ctx, st.Pool(), true)
+}
+
+// drainUnderLoad runs the foreground load alone for the baseline, then the drain while the load
+// goes on.
+func (b *bench) drainUnderLoad(ctx context.Context, st *store.Store, rs []*replica, d *drainResult) error {
+	stop, done := make(chan struct{}), make(chan struct{})
+	fg, err := b.startLoad(ctx, rs, stop, done)
+	if err != nil {
+		return err
+	}
+	defer func() { close(stop); <-done }()
+	b.logf("%s: baseline, the foreground load alone for %s", d.name, b.cfg.baseline)
+	fg.setRecording(true)
+	if err := sleep(ctx, b.cfg.baseline); err != nil {
+		return err
+	}
+	d.baseline = fg.take()
+	err = b.follow(ctx, st, rs, d)
+	d.during = fg.take()
+	return err
 }
 
 // startLoad warms the replicas' caches with the popular pastes, then starts the load, unrecorded.

@@ -38,11 +38,12 @@ func writePlot(path string, rep *report) error {
 	addLine(claim, "claim p99", s.t, s.claimP99, blue, false)
 	users := panel("foreground p99", "ms")
 	addLine(users, "during the drain", s.t, s.fgP99, blue, false)
+	end := d.samples[len(d.samples)-1].at.Sub(d.samples[0].at).Seconds()
 	base := float64(statsOf(d.baseline).p99) / 1e6
-	addLine(users, "baseline (no drain)", []float64{0, s.t[len(s.t)-1]}, []float64{base, base}, grey, true)
+	addLine(users, "baseline (no drain)", []float64{0, end}, []float64{base, base}, grey, true)
 	users.X.Label.Text = "seconds since the runs started"
 	for _, p := range []*plot.Plot{rate, claim, users} {
-		p.X.Min, p.X.Max = 0, d.samples[len(d.samples)-1].at.Sub(d.samples[0].at).Seconds()
+		p.X.Min, p.X.Max = 0, end
 	}
 
 	plots := [][]*plot.Plot{{rate}, {claim}, {users}}

@@ -21,10 +21,29 @@ func (b *bench) write(rep *report) error {
 		return err
 	}
 	b.logf("report so far written to %s", path)
+	for name, d := range map[string]*drainResult{"unpaced": rep.unpaced, "heavy": rep.heavy} {
+		if d == nil {
+			continue
+		}
+		if err := writeTimeline(filepath.Join(b.cfg.out, "timeline-"+name+".csv"), d); err != nil {
+			return err
+		}
+	}
 	if rep.heavy == nil {
 		return nil
 	}
 	return writePlot(filepath.Join(b.cfg.out, "heavyday.png"), rep)
+}
+
+// writeTimeline writes a drain's course, second by second, for a closer look than the plot's.
+func writeTimeline(path string, d *drainResult) error {
+	s := seriesOf(d, 1)
+	var buf bytes.Buffer
+	buf.WriteString("seconds,pastes_per_second,rate_limit,claim_p99_ms,users_p99_ms\n")
+	for i := range s.t {
+		fmt.Fprintf(&buf, "%.0f,%.0f,%.0f,%.1f,%.1f\n", s.t[i], s.rate[i], s.limit[i], s.claimP99[i], s.fgP99[i])
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 func (b *bench) writeReport(w io.Writer, rep *report) {

@@ -125,6 +125,7 @@ type series struct {
 func seriesOf(d *drainResult, window int) series {
 	var s series
 	start := d.samples[0].at
+	during := slices.SortedFunc(slices.Values(d.during), func(a, b outcome) int { return a.at.Compare(b.at) })
 	for i := window; i < len(d.samples); i += window {
 		a, z := d.samples[i-window], d.samples[i]
 		secs := z.at.Sub(a.at).Seconds()
@@ -132,21 +133,22 @@ func seriesOf(d *drainResult, window int) series {
 		s.rate = append(s.rate, (z.tombstoned-a.tombstoned)/secs)
 		s.limit = append(s.limit, cmp.Or(z.rateLimit, math.NaN())) // 0: no limit, nothing to draw
 		s.claimP99 = append(s.claimP99, 1000*z.claim.minus(a.claim).quantile(0.99))
-		s.fgP99 = append(s.fgP99, p99Between(d.during, a.at, z.at))
+		s.fgP99 = append(s.fgP99, p99Between(during, a.at, z.at))
 	}
 	return s
 }
 
-// p99Between is the p99 in ms of the outcomes sent in [from, to); NaN if none.
+// p99Between is the p99 in ms of the outcomes sent in [from, to), of outs sorted by when they were
+// sent; NaN if none.
 func p99Between(outs []outcome, from, to time.Time) float64 {
-	var lat []time.Duration
-	for _, o := range outs {
-		if !o.at.Before(from) && o.at.Before(to) {
-			lat = append(lat, o.latency)
-		}
-	}
-	if len(lat) == 0 {
+	i, _ := slices.BinarySearchFunc(outs, from, func(o outcome, t time.Time) int { return o.at.Compare(t) })
+	j, _ := slices.BinarySearchFunc(outs, to, func(o outcome, t time.Time) int { return o.at.Compare(t) })
+	if i >= j {
 		return math.NaN()
+	}
+	lat := make([]time.Duration, 0, j-i)
+	for _, o := range outs[i:j] {
+		lat = append(lat, o.latency)
 	}
 	slices.Sort(lat)
 	return float64(percentile(lat, 0.99)) / float64(time.Millisecond)

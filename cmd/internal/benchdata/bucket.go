@@ -44,9 +44,9 @@ func (s BucketSnapshot) Take(ctx context.Context) error {
 	return exec.CommandContext(ctx, "cp", "-al", s.live, s.snapshot).Run()
 }
 
-// Restore puts the bucket's folder back as snapshotted: the used copy moves aside (deleted by
-// Close, not between measurements) and a hard-linked copy of the snapshot takes its place.
-func (s BucketSnapshot) Restore(ctx context.Context) error {
+// Empty moves the bucket's folder aside (deleted by Close): the bucket is gone, with whatever an
+// interrupted load left in it, and opening it again creates it empty.
+func (s BucketSnapshot) Empty() error {
 	if err := os.MkdirAll(s.trash, 0o755); err != nil {
 		return err
 	}
@@ -55,6 +55,15 @@ func (s BucketSnapshot) Restore(ctx context.Context) error {
 		return err
 	}
 	if err := os.Rename(s.live, filepath.Join(used, "bucket")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+// Restore puts the bucket's folder back as snapshotted: the used copy moves aside (Empty) and a
+// hard-linked copy of the snapshot takes its place.
+func (s BucketSnapshot) Restore(ctx context.Context) error {
+	if err := s.Empty(); err != nil {
 		return err
 	}
 	if err := exec.CommandContext(ctx, "cp", "-al", s.snapshot, s.live).Run(); err != nil {
