@@ -18,9 +18,9 @@ import (
 	"pastebin/store"
 )
 
-// replicaPort is the first replica's port: above Linux's ephemeral range (32768-60999) and below
-// the project's own services (scripts/services.sh).
-const replicaPort = 61700
+// replicaPort is the first replica's port: above Linux's ephemeral range (32768-60999), above the
+// chaos soak's ports (61000-63699) and below the project's own services (63790 and up).
+const replicaPort = 63700
 
 // adminToken is the replicas' admin token: they listen on loopback only, for this run.
 const adminToken = "heavyday-admin-token"
