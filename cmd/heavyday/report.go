@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -58,6 +59,7 @@ func (b *bench) writeReport(w io.Writer, rep *report) {
 		cfg.shared*100, count(int(m.Freed)), count(int(m.RealBlobs)), secs(m.LoadSeconds), secs(m.BlobsSeconds))
 	writeDrains(w, rep)
 	writeTargets(w, rep)
+	writeCPU(w, rep)
 	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
 		if d != nil {
 			b.writeDrain(w, d)
@@ -111,6 +113,54 @@ func writeTargets(w io.Writer, rep *report) {
 				fmt.Sprintf("%.0f against %.0f pastes/s (%+.0f%%); claim p99 %s against %s", last, first, 100*(last/first-1),
 					msf(ts[9].claim.quantile(0.99)), msf(ts[0].claim.quantile(0.99))), last >= 0.75*first)
 		}
+	}
+	fmt.Fprintln(w)
+}
+
+// writeCPU writes where the processor time went in each phase: which process the machine's cores
+// worked for, and for how long per cleaned paste.
+func writeCPU(w io.Writer, rep *report) {
+	type column struct {
+		name   string
+		use    cpuUse
+		pastes int64 // cleaned meanwhile; 0: none
+	}
+	var cols []column
+	if f := rep.floor; f != nil {
+		cols = append(cols, column{"floor", f.cpu, f.pastes})
+	}
+	if d := rep.unpaced; d != nil {
+		cols = append(cols, column{"drain, no load", d.cpu, d.pastes})
+	}
+	if d := rep.heavy; d != nil {
+		cols = append(cols, column{"the load alone", d.baseCPU, 0}, column{"drain under the load", d.cpu, d.pastes})
+	}
+	parts := slices.DeleteFunc(slices.Clone(cpuOrder), func(p string) bool {
+		return !slices.ContainsFunc(cols, func(c column) bool { return slices.Contains(c.use.parts, p) })
+	})
+	if len(parts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Where the processor time went\n\nCores busy on average (processor seconds per second, from /proc; %d cores in all), "+
+		"and processor time per cleaned paste:\n\n|", runtime.NumCPU())
+	for _, c := range cols {
+		fmt.Fprintf(w, " | %s", c.name)
+	}
+	fmt.Fprintf(w, " |\n|---%s|\n", strings.Repeat("|---", len(cols)))
+	for _, p := range parts {
+		fmt.Fprintf(w, "| %s", p)
+		for _, c := range cols {
+			cores, ok := c.use.cores[p]
+			switch {
+			case !ok:
+				fmt.Fprint(w, " | –")
+			case c.pastes > 0 && p != cpuIdle:
+				fmt.Fprintf(w, " | %.2f · %.0f µs", cores, cores*c.use.seconds/float64(c.pastes)*1e6)
+			default:
+				fmt.Fprintf(w, " | %.2f", cores)
+			}
+		}
+		fmt.Fprintln(w, " |")
 	}
 	fmt.Fprintln(w)
 }
