@@ -49,15 +49,22 @@ type Bucket struct {
 	timeout time.Duration
 }
 
+// newRetryer retries a request twice, quickly: that smooths over a dropped keep-alive connection;
+// more would only hold a request when S3 is really down. It also retries
+// ExistingObjectIsDirectory: no key of ours is a directory, and a file-backed server
+// (versitygw's posix backend) answers it when a put races a delete that removed the prefix folders
+// the put was creating (versity/versitygw#1988). Puts are conditional (If-None-Match), so a retry
+// never overwrites.
+func newRetryer() aws.Retryer {
+	standard := retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.MaxBackoff = 200 * time.Millisecond })
+	return retry.AddWithErrorCodes(standard, "ExistingObjectIsDirectory")
+}
+
 // Open connects to the bucket of cfg, creating it if it does not exist.
 func Open(ctx context.Context, cfg Config) (*Bucket, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(cfg.Region),
-		// Two quick retries smooth over a dropped keep-alive connection; more would only hold a
-		// request when S3 is really down.
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 3; o.MaxBackoff = 200 * time.Millisecond })
-		}),
+		config.WithRetryer(newRetryer),
 	}
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(

@@ -91,3 +91,40 @@ func TestDeleteBatches(t *testing.T) {
 		}
 	})
 }
+
+// TestPutWhileDeletesEmptyTheBucket puts and deletes objects side by side in a bucket that keeps
+// going empty, as a test deployment does: a file-backed server (versitygw's posix backend) then
+// removes the prefix folders a put is creating (versity/versitygw#1988), and answers 409
+// ExistingObjectIsDirectory for a key that is no directory. No put may fail for it.
+func TestPutWhileDeletesEmptyTheBucket(t *testing.T) {
+	t.Parallel()
+	servers(t, func(t *testing.T, b *blob.Bucket) {
+		ctx := context.Background()
+		const workers, rounds = 6, 150
+		errs := make(chan error, workers)
+		for w := range workers {
+			go func() {
+				for i := range rounds {
+					h := sha256.Sum256(fmt.Appendf(nil, "%d/%d", w, i))
+					key, err := blob.NewKey(h[:])
+					if err == nil {
+						err = b.Put(ctx, key, h[:])
+					}
+					if err == nil {
+						_, err = b.Delete(ctx, []string{key})
+					}
+					if err != nil {
+						errs <- fmt.Errorf("round %d: %w", i, err)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}

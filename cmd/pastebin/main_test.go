@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,9 +83,23 @@ func startServe(t testing.TB, env map[string]string) (string, func() error) {
 		pw.Close()
 	}()
 	addr := make(chan string, 1)
+	var mu sync.Mutex
+	var log strings.Builder // what serve logged, shown if the test fails
+	t.Cleanup(func() {
+		cancel()
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("serve's log:\n%s", log.String())
+		}
+	})
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
+			mu.Lock()
+			log.Write(sc.Bytes())
+			log.WriteByte('\n')
+			mu.Unlock()
 			var line struct{ Msg, Addr string }
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving" {
 				addr <- line.Addr
