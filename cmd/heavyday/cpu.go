@@ -169,15 +169,22 @@ func readProcStat(pid int) (procStat, error) {
 	return procStat{ppid: ppid, own: time.Duration(n(11)+n(12)) * tick, reaped: time.Duration(n(13)+n(14)) * tick}, nil
 }
 
+// processes lists the pids of every process running.
+func processes() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // childrenByParent lists every process's children.
 func childrenByParent() map[int][]int {
 	m := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range processes() {
 		if st, err := readProcStat(pid); err == nil {
 			m[st.ppid] = append(m[st.ppid], pid)
 		}
@@ -187,13 +194,8 @@ func childrenByParent() map[int][]int {
 
 // findProcess returns the process one of whose arguments is arg, or 0.
 func findProcess(arg string) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range processes() {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
 		}

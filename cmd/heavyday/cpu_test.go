@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ func TestReadProcStat(t *testing.T) {
 	}
 	if _, err := readProcStat(-1); err == nil {
 		t.Error("a process that does not exist was read")
+	}
+	if pid := findProcess(filepath.Clean(os.Args[0])); pid != os.Getpid() {
+		t.Errorf("the process run as %s is %d, want this one, %d", os.Args[0], pid, os.Getpid())
 	}
 	if machineBusy() <= 0 {
 		t.Error("the machine has been busy for no time at all")
