@@ -31,6 +31,8 @@ type Config struct {
 	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
 	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
 	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
+	RenderCacheBytes     int64          // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int            // paste contents rendered at once; 0: half the processors, at least one
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.
@@ -67,7 +69,7 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
 		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry),
 	}
-	ps.web = newWebUI(ps)
+	ps.web = newWebUI(ps, newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, deps.Registry))
 	ps.limits = newLimits(cfg, deps, ps)
 	return routes(cfg, deps, ps)
 }

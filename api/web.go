@@ -101,7 +101,7 @@ func (web *webUI) content(r *http.Request, f found) (rendered, error) {
 	if err != nil {
 		return rendered{}, fmt.Errorf("%w: %w", errBlobUnavailable, err)
 	}
-	return renderContent(data, f.paste.Language, f.paste.Filename), nil
+	return web.renders.page(f.paste, data), nil
 }
 
 // handleWebBurn handles POST /{code}/burn: the reader confirmed, so the paste is taken (the one
@@ -126,7 +126,7 @@ func handleWebBurn(web *webUI) http.Handler {
 		}
 		v := web.newPasteView(r, f.paste)
 		v.Burned, v.RawAvailable, v.Deletable = true, false, false
-		v.Content = renderContent(data, f.paste.Language, f.paste.Filename)
+		v.Content = web.renders.once(data, f.paste.Language, f.paste.Filename)
 		if v.Content.Omitted != "" {
 			serveBurnedDownload(w, r, f.paste, data)
 			return

@@ -38,6 +38,7 @@ type serveConfig struct {
 	allowNever      bool
 	cacheTTL        duration
 	cacheMaxBytes   byteSize
+	renderCache     byteSize
 	migrate         bool
 	shutdownTimeout duration
 	drainDelay      time.Duration
@@ -51,6 +52,7 @@ type limitsConfig struct {
 	deleteFailureRate rate
 	trustedProxies    prefixList
 	maxUploads        int
+	maxRenders        int
 	readHeaderTimeout duration
 	readTimeout       duration
 	writeTimeout      duration
@@ -69,6 +71,7 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.IntVar(&c.maxRenders, "max-concurrent-renders", 0, "paste pages highlighting their content at once; 0: half the processors, at least one")
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
 	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
 	fs.Var(&c.writeTimeout, "write-timeout", "longest time from the end of a request's headers to the end of the answer")
@@ -121,7 +124,7 @@ func adminHash(token, hexHash string) ([]byte, error) {
 func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
-		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
+		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)
@@ -137,6 +140,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.allowNever, "allow-never", false, `accept expires_in=never (pastes that never expire)`)
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
+	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
@@ -187,6 +191,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
+		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
 		MetricsElsewhere: cfg.metricsAddr != "",
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
