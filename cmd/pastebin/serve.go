@@ -39,6 +39,7 @@ type serveConfig struct {
 	cacheTTL        duration
 	cacheMaxBytes   byteSize
 	renderCache     byteSize
+	dedupTiming     string
 	migrate         bool
 	shutdownTimeout duration
 	drainDelay      time.Duration
@@ -87,6 +88,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	}
 	if err := c.expiryPolicy().Validate(); err != nil {
 		return c, fmt.Errorf("expiry settings: %w", err)
+	}
+	if _, err := api.ParseDedupTiming(c.dedupTiming); err != nil {
+		return c, err
 	}
 	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
 		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
@@ -141,6 +145,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
 	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
+	fs.StringVar(&c.dedupTiming, "dedup-timing", string(api.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
@@ -192,6 +197,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
+		DedupTiming:      api.DedupTiming(cfg.dedupTiming),
 		MetricsElsewhere: cfg.metricsAddr != "",
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
