@@ -12,14 +12,15 @@ import (
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
 	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError))
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+		refuseUnknownMethods(ps.writeError))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		allowed := allowedMethods(r, req)
-		if len(allowed) == 0 { // a method chi does not know, on a path nothing is at
+		if len(allowed) == 0 { // nothing is served at this path at all
 			notFound(w, req)
 			return
 		}
