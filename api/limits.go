@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -148,19 +149,24 @@ func rateLimited(rate Rate, what string, retry time.Duration) *problem {
 type clientCtxKey struct{}
 
 // identifyClients resolves the address each request comes from, for the rate limits and the access
-// log: the TCP peer, unless the peer is in a trusted proxy range; then the rightmost address of
-// X-Forwarded-For outside those ranges, or else X-Real-IP. Anyone can write those headers, so they
-// are never read from another peer (peers.md: a spoofed X-Forwarded-For bought transfer.sh clients
-// a fresh rate bucket per request). chi's ClientIPFrom* middlewares do the parsing.
-func identifyClients(trusted []netip.Prefix) func(http.Handler) http.Handler {
+// log: the TCP peer, unless the peer is in a trusted proxy range; then the address in the one header
+// the proxy sets (header: X-Forwarded-For, its rightmost entry outside those ranges, or a header of
+// one address such as X-Real-IP). Anyone can write any header, so only that one is believed, and
+// only from a trusted peer: behind a proxy that sets X-Real-IP and passes X-Forwarded-For on as the
+// client wrote it, believing X-Forwarded-For too would give a client a fresh rate bucket per
+// request. chi's ClientIPFrom* middlewares do the parsing.
+func identifyClients(trusted []netip.Prefix, header string) func(http.Handler) http.Handler {
 	resolve := middleware.ClientIPFromRemoteAddr
 	if len(trusted) > 0 {
 		cidrs := make([]string, len(trusted))
 		for i, p := range trusted {
 			cidrs[i] = p.String()
 		}
-		fromXFF, fromRealIP := middleware.ClientIPFromXFF(cidrs...), middleware.ClientIPFromHeader("X-Real-IP", cidrs...)
-		resolve = func(next http.Handler) http.Handler { return fromRealIP(fromXFF(next)) } // XFF, run last, wins
+		if header = http.CanonicalHeaderKey(cmp.Or(header, forwardedFor)); header == forwardedFor {
+			resolve = middleware.ClientIPFromXFF(cidrs...)
+		} else {
+			resolve = middleware.ClientIPFromHeader(header, cidrs...)
+		}
 	}
 	return func(next http.Handler) http.Handler {
 		return resolve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +184,9 @@ func identifyClients(trusted []netip.Prefix) func(http.Handler) http.Handler {
 		}))
 	}
 }
+
+// forwardedFor is the default client address header: a list that each proxy appends to.
+const forwardedFor = "X-Forwarded-For"
 
 // httpsCtxKey marks a request that a trusted proxy received over HTTPS (X-Forwarded-Proto).
 type httpsCtxKey struct{}

@@ -11,7 +11,7 @@ import (
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
+	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies, cfg.ClientIPHeader), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
 		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
 		refuseUnknownMethods(ps.writeError), refuseCrossSite(cfg.BaseURL, http.HandlerFunc(ps.answerCrossSite)))
 	notFound := func(w http.ResponseWriter, r *http.Request) {

@@ -26,11 +26,14 @@ type Config struct {
 	OpenAPISpec    []byte        // served at /openapi.yaml
 	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
 
-	CreateRate           Rate           // creates per client; the zero Rate turns the limit off
-	DeleteFailureRate    Rate           // wrong-token deletes per client; the zero Rate turns the limit off
-	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
-	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
-	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
+	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
+	DeleteFailureRate Rate           // wrong-token deletes per client; the zero Rate turns the limit off
+	RateKeyPrefix     string         // prefix of the rate limits' Redis keys
+	TrustedProxies    []netip.Prefix // peers whose ClientIPHeader names the client
+	// ClientIPHeader is the one header in which a trusted proxy names the client: X-Forwarded-For
+	// (the default, when empty) or a header of one address, such as X-Real-IP.
+	ClientIPHeader       string
+	MaxConcurrentUploads int // creates reading or storing a body at once; 0: no bound
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.

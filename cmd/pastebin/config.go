@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -169,4 +171,27 @@ func (l *prefixList) Set(v string) error {
 		*l = append(*l, p.Masked())
 	}
 	return nil
+}
+
+// headerName is a flag for the name of an HTTP header that holds one client address, or
+// X-Forwarded-For.
+type headerName string
+
+func (h *headerName) String() string { return string(*h) }
+
+func (h *headerName) Set(v string) error {
+	v = http.CanonicalHeaderKey(strings.TrimSpace(v))
+	switch {
+	case v == "" || strings.ContainsFunc(v, notTokenRune):
+		return fmt.Errorf("%q is not a header name such as X-Real-IP", v)
+	case v == "Forwarded":
+		return errors.New("Forwarded (RFC 7239) is not read: name X-Forwarded-For, or a header of one address such as X-Real-IP")
+	}
+	*h = headerName(v)
+	return nil
+}
+
+// notTokenRune reports whether r may not be in a header name (RFC 9110, section 5.6.2).
+func notTokenRune(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }

@@ -26,3 +26,20 @@ func TestActionFlagsIgnoreTheEnvironment(t *testing.T) {
 		t.Errorf("orphan grace %s, want 2h from the environment", got)
 	}
 }
+
+// The client address header is one header name; Forwarded (RFC 7239), which names clients in a
+// syntax of its own, is refused rather than never finding a client in it.
+func TestClientIPHeaderFlag(t *testing.T) {
+	for in, want := range map[string]string{"X-Real-IP": "X-Real-Ip", " x-forwarded-for ": "X-Forwarded-For", "CF-Connecting-IP": "Cf-Connecting-Ip"} {
+		var h headerName
+		if err := h.Set(in); err != nil || string(h) != want {
+			t.Errorf("Set(%q): %q, %v; want %q", in, h, err, want)
+		}
+	}
+	for _, in := range []string{"", "X Real IP", "X-Real-IP:", "Forwarded", "forwarded"} {
+		var h headerName
+		if err := h.Set(in); err == nil {
+			t.Errorf("Set(%q) = %q, want an error", in, h)
+		}
+	}
+}

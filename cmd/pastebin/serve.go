@@ -50,6 +50,7 @@ type limitsConfig struct {
 	createRate        rate
 	deleteFailureRate rate
 	trustedProxies    prefixList
+	clientIPHeader    headerName
 	maxUploads        int
 	readHeaderTimeout duration
 	readTimeout       duration
@@ -62,12 +63,13 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
+		clientIPHeader: "X-Forwarded-For", maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
-	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
+	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
 	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
@@ -186,9 +188,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
-		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
-		MetricsElsewhere: cfg.metricsAddr != "",
-		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
+		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
+		MaxConcurrentUploads: cfg.limits.maxUploads,
+		MetricsElsewhere:     cfg.metricsAddr != "",
+		MaxHeaderBytes:       int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
