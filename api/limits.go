@@ -16,15 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// uploadWait is how long a create waits for an upload slot before it is answered 503.
-const uploadWait = time.Second
-
-// limits are the guards against abuse: per-client rates of creates and of failed deletes, and a
-// bound on the uploads held in memory at once.
+// limits are the guards against abuse: per-client rates of creates and of failed deletes, and
+// bounds on the uploads held in memory at once, in all and per client.
 type limits struct {
 	creates  func(http.Handler) http.Handler // the create rate; a pass-through when off
 	failures *failureLimiter                 // nil when off
-	uploads  chan struct{}                   // one token per upload in progress; nil: no bound
+	uploads  *uploadSlots                    // a pass-through when neither bound is set
 	inFlight prometheus.Gauge
 	refused  *prometheus.CounterVec
 }
@@ -36,18 +33,17 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 			Name: "pastebin_uploads_in_flight", Help: "Creates reading or storing a body now.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pastebin_requests_refused_total", Help: "Requests refused by a limit: create_rate, delete_failures, sign_in_failures, uploads.",
+			Name: "pastebin_requests_refused_total",
+			Help: "Requests refused by a limit: create_rate, delete_failures, sign_in_failures, uploads, client_uploads, upload_rate.",
 		}, []string{"limit"}),
+		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient, cfg.MinUploadRate),
 	}
-	for _, limit := range []string{"create_rate", "delete_failures", "sign_in_failures", "uploads"} {
+	for _, limit := range []string{"create_rate", "delete_failures", "sign_in_failures", "uploads", "client_uploads", "upload_rate"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a
 		// series that appears at 1.
 		l.refused.WithLabelValues(limit)
 	}
 	deps.Registry.MustRegister(l.inFlight, l.refused)
-	if cfg.MaxConcurrentUploads > 0 {
-		l.uploads = make(chan struct{}, cfg.MaxConcurrentUploads)
-	}
 	if cfg.CreateRate.On() {
 		l.creates = l.createLimiter(cfg, deps, ps)
 	}
@@ -81,37 +77,6 @@ func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(htt
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-// inUploadSlot bounds the creates that read and store a body at once. Each may hold up to the
-// paste size limit in memory, so the bound caps that memory however many clients upload. Over it,
-// a create waits up to uploadWait: that absorbs a burst of ordinary uploads, which finish in
-// milliseconds, at the cost of a goroutine and an unread connection, not of a body in memory.
-// Past the wait it is answered 503 with Retry-After rather than queued without end. A slow upload
-// keeps its slot until the server's read timeout cuts it off.
-func (l *limits) inUploadSlot(writeError func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
-	if l.uploads == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		wait := time.NewTimer(uploadWait)
-		defer wait.Stop()
-		select {
-		case l.uploads <- struct{}{}:
-		case <-wait.C:
-			l.refused.WithLabelValues("uploads").Inc()
-			writeError(w, r, errBusy.withDetail("Too many uploads are in progress. Try again shortly.").withRetryAfter(time.Second))
-			return
-		case <-r.Context().Done():
-			return // the client gave up waiting
-		}
-		l.inFlight.Inc()
-		defer func() {
-			l.inFlight.Dec()
-			<-l.uploads
-		}()
-		next.ServeHTTP(w, r)
-	})
 }
 
 // failureLimiter counts a client's failed deletes (a wrong token): guessing tokens is the abuse it

@@ -34,6 +34,11 @@ type Config struct {
 	// (the default, when empty) or a header of one address, such as X-Real-IP.
 	ClientIPHeader       string
 	MaxConcurrentUploads int // creates reading or storing a body at once; 0: no bound
+	// MaxUploadsPerClient is one client's share of those; 0: no share of its own.
+	MaxUploadsPerClient int
+	// MinUploadRate is the least a create's body must deliver in each window while it holds a slot;
+	// slower, it is cut off (408). The zero UploadRate asks nothing.
+	MinUploadRate UploadRate
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.

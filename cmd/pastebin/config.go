@@ -143,6 +143,32 @@ func (r *rate) Set(v string) error {
 	return err
 }
 
+// uploadRate is a flag for the least a body must deliver: a size and a window, such as 4KiB/5s, or
+// "off" (also 0) for no minimum.
+type uploadRate api.UploadRate
+
+func (r *uploadRate) String() string {
+	if !api.UploadRate(*r).On() {
+		return "off"
+	}
+	return formatBytes(r.Bytes) + "/" + api.FormatLifetime(r.Window)
+}
+
+func (r *uploadRate) Set(v string) error {
+	if v = strings.TrimSpace(v); v == "off" || v == "0" {
+		*r = uploadRate{}
+		return nil
+	}
+	size, window, ok := strings.Cut(v, "/")
+	var b byteSize
+	var d duration
+	if !ok || b.Set(strings.TrimSpace(size)) != nil || b == 0 || d.Set(strings.TrimSpace(window)) != nil {
+		return errors.New(`not a rate such as 4KiB/5s, or "off"`)
+	}
+	*r = uploadRate{Bytes: int64(b), Window: time.Duration(d)}
+	return nil
+}
+
 // prefixList is a flag for a comma-separated list of CIDR ranges; a bare address is its own range.
 type prefixList []netip.Prefix
 

@@ -43,3 +43,18 @@ func TestClientIPHeaderFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestUploadRateFlag(t *testing.T) {
+	for in, want := range map[string]string{"4KiB/5s": "4KiB/5s", "1024/1m": "1KiB/1m", "100 / 10s": "100/10s", "off": "off", "0": "off"} {
+		var r uploadRate
+		if err := r.Set(in); err != nil || r.String() != want {
+			t.Errorf("Set(%q): %q, %v; want %q", in, r.String(), err, want)
+		}
+	}
+	for _, in := range []string{"", "4KiB", "x/5s", "0/5s", "4KiB/never", "4KiB/0", "-1/5s"} {
+		var r uploadRate
+		if err := r.Set(in); err == nil {
+			t.Errorf("Set(%q) = %q, want an error", in, r.String())
+		}
+	}
+}

@@ -52,6 +52,8 @@ type limitsConfig struct {
 	trustedProxies    prefixList
 	clientIPHeader    headerName
 	maxUploads        int
+	maxClientUploads  int
+	minUploadRate     uploadRate
 	readHeaderTimeout duration
 	readTimeout       duration
 	writeTimeout      duration
@@ -63,7 +65,8 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		clientIPHeader: "X-Forwarded-For", maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
+		clientIPHeader: "X-Forwarded-For", maxUploads: 16, maxClientUploads: 4,
+		minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second}, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
@@ -71,6 +74,8 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
 	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.IntVar(&c.maxClientUploads, "max-uploads-per-client", c.maxClientUploads, "one client's share of those; past it the client's creates wait a second, then 429; 0 for no share of its own")
+	fs.Var(&c.minUploadRate, "min-upload-rate", `least a create's body must deliver in each window while it holds an upload slot, such as 4KiB/5s; slower is cut off (408); "off" for no minimum`)
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
 	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
 	fs.Var(&c.writeTimeout, "write-timeout", "longest time from the end of a request's headers to the end of the answer")
@@ -189,9 +194,10 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
-		MaxConcurrentUploads: cfg.limits.maxUploads,
-		MetricsElsewhere:     cfg.metricsAddr != "",
-		MaxHeaderBytes:       int(cfg.limits.maxHeaderBytes),
+		MaxConcurrentUploads: cfg.limits.maxUploads, MaxUploadsPerClient: cfg.limits.maxClientUploads,
+		MinUploadRate:    api.UploadRate(cfg.limits.minUploadRate),
+		MetricsElsewhere: cfg.metricsAddr != "",
+		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
