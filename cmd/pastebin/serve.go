@@ -137,7 +137,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.adminTokenHex, "admin-token-sha256", "", "hex SHA-256 of the admin token, instead of the token itself")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
-	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
+	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers and trusted as the site's own origin; empty: the scheme and host of each request")
 	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
 	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
 	fs.Var(&c.maxExpiry, "max-expiry", "longest expiry a paste may ask for")
