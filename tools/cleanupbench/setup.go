@@ -13,8 +13,8 @@ import (
 
 	"pastebin/blob"
 	"pastebin/cache"
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/store/storetest"
+	"pastebin/tools/internal/benchdata"
 )
 
 // bench holds the services and the prepared data of one benchmark run.

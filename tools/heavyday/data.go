@@ -14,8 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"pastebin/cache"
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/store/storetest"
+	"pastebin/tools/internal/benchdata"
 )
 
 // dataVersion names the layout of the loaded data; a new layout loads afresh.
