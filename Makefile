@@ -53,10 +53,15 @@ test-service:
 test-tools:
 	$(GO) -C tools test -count=1 -timeout 20m ./...
 
+# Both modules, the service's and the tools' (tools/go.mod), vetted and tidy: go mod tidy -diff
+# prints and fails on a requirement nothing imports or an import nothing requires.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) -C tools vet ./...
+	$(GO) mod tidy -diff
+	$(GO) -C tools mod tidy -diff
 
 # Each fuzz target's run in make fuzz; FUZZ picks targets by name. make test gives each a count of
 # inputs, not a duration: in Go 1.26 a duration's deadline can race the fuzz coordinator and fail a
