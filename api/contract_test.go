@@ -47,18 +47,17 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	}{
 		{http.MethodPatch, "/api/v1/pastes", nil, "POST"},
 		{http.MethodGet, "/api/v1/pastes", nil, "POST"},
-		// One segment is also /{code} (HEAD, DELETE) and /{name} (PUT): the router serves those too.
+		// One segment is also /{code} (HEAD, DELETE; POST for codes alone) and /{name} (PUT): the router serves those too.
 		{http.MethodPost, "/healthz", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPatch, "/readyz", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPatch, "/readyz", nil, "GET, HEAD, POST, PUT, DELETE"},
 		{http.MethodPost, "/metrics", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/openapi.yaml", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/problems", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodDelete, "/problems/gone", nil, "GET"},
 		{http.MethodPatch, "/", nil, "GET, POST"},
-		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPost, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, POST, PUT, DELETE"},
 		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, DELETE"},
-		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD"},
+		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD, POST"},
 		{http.MethodGet, "/abcdefghijk/burn", nil, "POST"},
 		{http.MethodDelete, "/abcdefghijk/delete", nil, "POST"},
 		{http.MethodPost, "/static/0123/app.js", nil, "GET"},

@@ -55,6 +55,7 @@ func (p *problem) withRetryAfter(d time.Duration) *problem {
 var (
 	errNotFound         = &problem{status: http.StatusNotFound, name: "not-found", title: "No such paste"}
 	errGone             = &problem{status: http.StatusGone, name: "gone", title: "Paste expired or deleted"}
+	errBurnAfterReading = &problem{status: http.StatusConflict, name: "burn-after-reading", title: "Paste burns after reading"}
 	errForbidden        = &problem{status: http.StatusForbidden, name: "forbidden", title: "Wrong delete token"}
 	errUnauthorized     = &problem{status: http.StatusUnauthorized, name: "unauthorized", title: "Missing or malformed token"}
 	errWrongAdminToken  = &problem{status: http.StatusUnauthorized, name: "wrong-admin-token", title: "Wrong admin token"}
@@ -86,7 +87,7 @@ var (
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
-	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
+	errNotFound, errGone, errBurnAfterReading, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
 	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
 	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
 	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge,

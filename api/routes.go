@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -17,14 +18,17 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}
 	r.NotFound(notFound)
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		allowed := allowedMethods(r, req)
+	refuse := func(w http.ResponseWriter, req *http.Request, detail string) {
+		allowed := slices.DeleteFunc(allowedMethods(r, req), func(m string) bool { return m == req.Method })
 		if len(allowed) == 0 { // a method chi does not know, on a path nothing is at
 			notFound(w, req)
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		ps.writeError(w, req, errMethodNotAllowed.withDetail(req.Method+" is not allowed on "+req.URL.Path+"."))
+		ps.writeError(w, req, errMethodNotAllowed.withDetail(detail))
+	}
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		refuse(w, req, req.Method+" is not allowed on "+req.URL.Path+".")
 	})
 
 	r.Method(http.MethodGet, "/healthz", handleHealthz())
@@ -48,12 +52,15 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(ps))
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(ps))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(ps))
+	consume := handlePasteConsume(ps.web, refuse, fromPageButton)
 	r.Method(http.MethodGet, "/raw/{code}", handlePasteRaw(ps))
 	r.Method(http.MethodHead, "/raw/{code}", handlePasteHead(ps))
+	r.Method(http.MethodPost, "/raw/{code}", consume)
 	r.Method(http.MethodGet, "/{code}", either(wantsHTML, handleWebPaste(ps.web), handlePasteRaw(ps)))
-	r.Method(http.MethodHead, "/{code}", handlePasteHead(ps))
+	r.Method(http.MethodHead, "/{code}", either(wantsHTML, handleWebPaste(ps.web), handlePasteHead(ps)))
+	r.Method(http.MethodPost, "/{code}", consume)
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(ps))
-	r.Method(http.MethodPost, "/{code}/burn", handleWebBurn(ps.web))
+	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(ps.web, refuse, alwaysPage))
 	r.Method(http.MethodPost, "/{code}/delete", handleWebDelete(ps.web))
 	return r
 }
