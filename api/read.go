@@ -60,6 +60,19 @@ func handlePasteMeta(ps *pasteService) http.Handler {
 	})
 }
 
+// handlePasteText handles GET and HEAD (middleware.GetHead) of /raw/{code}, and of /{code} for
+// clients that do not ask for HTML. A HEAD is answered without reading S3.
+func handlePasteText(ps *pasteService) http.Handler {
+	get, head := handlePasteRaw(ps), handlePasteHead(ps)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			head.ServeHTTP(w, r)
+			return
+		}
+		get.ServeHTTP(w, r)
+	})
+}
+
 // handlePasteRaw handles GET /raw/{code}, and GET /{code} for clients that do not ask for HTML:
 // the bytes, always as plain text that no browser will run. A paste that burns after reading is
 // never read by a GET (handlePasteConsume).

@@ -7,13 +7,17 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
 	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError))
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own
+		// runs the GET handler, whose body net/http drops, so it answers exactly GET's headers.
+		middleware.GetHead)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}
@@ -45,7 +49,7 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r.Mount("/admin", adminRoutes(cfg, deps, ps))
 
 	r.Method(http.MethodGet, "/static/{hash}/{name}", handleStatic(ps, ps.web.assets))
-	r.Method(http.MethodGet, "/", either(wantsHTML, handleWebIndex(ps.web), handleUsage(ps)))
+	r.Method(http.MethodGet, "/", byAccept(handleWebIndex(ps.web), handleUsage(ps)))
 	creates := r.With(ps.limits.guardCreate(ps.writeError)) // per-client rate, then a bounded upload slot
 	creates.Method(http.MethodPost, "/", either(isWebForm, handleWebCreate(ps.web), handlePasteCreateCurl(ps)))
 	creates.Method(http.MethodPut, "/{name}", handlePasteCreateCurl(ps))
@@ -53,11 +57,9 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(ps))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(ps))
 	consume := handlePasteConsume(ps.web, refuse, fromPageButton)
-	r.Method(http.MethodGet, "/raw/{code}", handlePasteRaw(ps))
-	r.Method(http.MethodHead, "/raw/{code}", handlePasteHead(ps))
+	r.Method(http.MethodGet, "/raw/{code}", handlePasteText(ps))
 	r.Method(http.MethodPost, "/raw/{code}", consume)
-	r.Method(http.MethodGet, "/{code}", either(wantsHTML, handleWebPaste(ps.web), handlePasteRaw(ps)))
-	r.Method(http.MethodHead, "/{code}", either(wantsHTML, handleWebPaste(ps.web), handlePasteHead(ps)))
+	r.Method(http.MethodGet, "/{code}", byAccept(handleWebPaste(ps.web), handlePasteText(ps)))
 	r.Method(http.MethodPost, "/{code}", consume)
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(ps))
 	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(ps.web, refuse, alwaysPage))
@@ -92,9 +94,10 @@ func methodsAt(router chi.Routes, path string) []string {
 			return methodsAt(rt.SubRoutes, cmp.Or(rest, "/"))
 		}
 	}
+	matches := func(method string) bool { return router.Match(chi.NewRouteContext(), method, path) }
 	var allowed []string
 	for _, m := range routedMethods {
-		if router.Match(chi.NewRouteContext(), m, path) {
+		if matches(m) || m == http.MethodHead && matches(http.MethodGet) { // middleware.GetHead
 			allowed = append(allowed, m)
 		}
 	}

@@ -24,6 +24,15 @@ func either(is func(*http.Request) bool, yes, no http.Handler) http.Handler {
 	})
 }
 
+// byAccept serves a browser asking for HTML the page and every other client the text. The answer
+// names Accept in Vary, so that a shared cache never hands one of them the other's answer.
+func byAccept(page, text http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		varyAccept(w.Header())
+		either(wantsHTML, page, text).ServeHTTP(w, r)
+	})
+}
+
 // handleWebIndex handles GET / for browsers: the create form.
 func handleWebIndex(web *webUI) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
