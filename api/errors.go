@@ -175,6 +175,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 		RequestID: RequestID(r.Context()),
 	})
 	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Robots-Tag", "noindex")
 	h.Set("Content-Length", strconv.Itoa(body.Len()))
 	h.Set("Cache-Control", "no-store")
 	h.Del("ETag")
@@ -218,9 +219,10 @@ func handleProblemTypes() http.Handler {
 	})
 }
 
-// writeJSON answers v as JSON.
+// writeJSON answers v as JSON, which is for programs, not for search indexes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Robots-Tag", "noindex")
 	w.WriteHeader(status)
 	encodeJSON(w, v)
 }

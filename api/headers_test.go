@@ -119,3 +119,34 @@ func varies(h http.Header) []string {
 	}
 	return names
 }
+
+// TestNoIndex: raw and JSON answers tell search engines not to index them; the pages say so in
+// their markup already.
+func TestNoIndex(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	p := e.create("public, not for search engines", "")
+	for _, tt := range []struct {
+		path    string
+		headers []string
+	}{
+		{"/raw/" + p.code, nil},
+		{"/" + p.code, nil},
+		{"/raw/" + p.code + "?download", nil},
+		{"/api/v1/pastes/" + p.code, nil},
+		{"/api/v1/pastes/Abcdefghijk", nil},
+		{"/raw/Abcdefghijk", nil},
+	} {
+		if r := e.get(tt.path, tt.headers...); r.Header.Get("X-Robots-Tag") != "noindex" {
+			t.Errorf("GET %s: %d, X-Robots-Tag %q, want noindex", tt.path, r.StatusCode, r.Header.Get("X-Robots-Tag"))
+		}
+	}
+	if r := e.do(e.request(http.MethodHead, "/raw/"+p.code, nil)); r.Header.Get("X-Robots-Tag") != "noindex" {
+		t.Errorf("HEAD /raw/: X-Robots-Tag %q, want noindex", r.Header.Get("X-Robots-Tag"))
+	}
+	burning := e.create("burns, not for search engines either", "?burn=true")
+	if r := e.do(e.request(http.MethodPost, "/raw/"+burning.code, nil)); r.StatusCode != http.StatusOK ||
+		r.Header.Get("X-Robots-Tag") != "noindex" {
+		t.Errorf("POST /raw/ of a burning paste: %d, X-Robots-Tag %q, want noindex", r.StatusCode, r.Header.Get("X-Robots-Tag"))
+	}
+}

@@ -132,6 +132,7 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("X-Robots-Tag", "noindex") // a public link is not an invitation to put the text in a search index
 	h.Set("ETag", etag(p))
 	// Revalidate on every use: a deleted paste must not live on in a browser cache (invariant 5).
 	h.Set("Cache-Control", "no-cache")
