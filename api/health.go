@@ -181,6 +181,7 @@ burn=true (burn after reading), title, language, filename.
 
 A burn-after-reading paste is read once, with a POST; a GET never returns it:
   curl -X POST ` + base + `<code>
+
 The whole API: ` + base + `openapi.yaml
 `))
 	})
