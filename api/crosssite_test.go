@@ -32,6 +32,8 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 		{http.MethodDelete, "/" + p.code, "", "", "Bearer " + p.token},
 		{http.MethodPost, "/" + p.code + "/delete", form, url.Values{"token": {p.token}}.Encode(), ""},
 		{http.MethodPost, "/" + p.code + "/burn", form, "", ""},
+		{http.MethodPost, "/" + p.code, "", "", ""},
+		{http.MethodPost, "/raw/" + p.code, "", "", ""},
 		{http.MethodDelete, "/admin/pastes/" + p.code + "?reason=forged", "", "", bearer},
 		{http.MethodPost, "/admin/sign-in", form, url.Values{"token": {adminToken}}.Encode(), ""},
 	}
