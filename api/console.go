@@ -28,6 +28,7 @@ type console struct {
 	web       *webUI
 	cleanup   CleanupRunner
 	tokenHash []byte
+	auth      *adminAuth
 	health    map[string]func(context.Context) error
 	origins   *http.CrossOriginProtection
 }
@@ -42,9 +43,9 @@ const (
 // consolePages are the console's templates, each in the site's layout.
 var consolePages = []string{"signin", "overview", "runs", "run", "takedown", "blocked", "audit"}
 
-func newConsole(cfg Config, deps Deps, ps *pasteService) *console {
+func newConsole(cfg Config, deps Deps, ps *pasteService, auth *adminAuth) *console {
 	c := &console{
-		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, health: readinessChecks(deps),
+		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, auth: auth, health: readinessChecks(deps),
 		origins: http.NewCrossOriginProtection(),
 	}
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a form posted from another
@@ -183,24 +184,24 @@ func (c *console) signInFirst(w http.ResponseWriter, r *http.Request, err error)
 	}
 }
 
-// handleSignIn handles POST /admin/sign-in: a right token starts a session, a wrong one counts
-// against the client's failures, as wrong delete tokens do, and past the limit every attempt is
-// refused before the token is checked.
+// handleSignIn handles POST /admin/sign-in: a right token starts a session; a wrong one counts
+// against the client's allowance of wrong admin tokens, which the bearer tokens of the admin API
+// share, and past it every attempt is refused before its token is compared (adminAuth).
 func (c *console) handleSignIn() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
 		next := safeNext(r.PostFormValue("next"))
-		if retry, over := c.ps.limits.failures.exhausted(ctx); over {
-			c.ps.limits.refused.WithLabelValues("sign_in_failures").Inc()
-			p := rateLimited(c.ps.cfg.DeleteFailureRate, "wrong tokens", retry)
-			setRetryAfter(w.Header(), p.retryAfter)
-			c.renderSignIn(w, r, p.status, next, p.detail)
+		token := strings.TrimSpace(r.PostFormValue("token"))
+		if token == "" {
+			c.renderSignIn(w, r, http.StatusBadRequest, next, "Type the admin token.")
 			return
 		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
-		if subtle.ConstantTimeCompare(got[:], c.tokenHash) != 1 {
-			c.ps.limits.failures.failed(ctx)
-			c.renderSignIn(w, r, http.StatusUnauthorized, next, "That is not the admin token.")
+		if p := c.auth.verify(r.Context(), token, store.ViaConsole); p != nil {
+			detail := "That is not the admin token."
+			if p.status == http.StatusTooManyRequests {
+				setRetryAfter(w.Header(), p.retryAfter)
+				detail = p.detail
+			}
+			c.renderSignIn(w, r, p.status, next, detail)
 			return
 		}
 		if err := c.startSession(w, r); err != nil {

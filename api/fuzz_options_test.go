@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,7 +136,8 @@ func checkRequireAdmin(t *testing.T, header, admin string, wantPass bool) {
 	sum := sha256.Sum256([]byte(admin))
 	for _, hash := range [][]byte{sum[:], nil} {
 		passed := false
-		h := requireAdmin(hash)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
+		auth := &adminAuth{tokenHash: hash, logger: slog.New(slog.DiscardHandler)} // no allowance: pure logic
+		h := auth.requireAdmin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
 		r := httptest.NewRequest(http.MethodPost, "/admin/cleanup", nil)
 		r.Header.Set("Authorization", header)
 		w := httptest.NewRecorder()

@@ -28,6 +28,7 @@ type Config struct {
 
 	CreateRate           Rate           // creates per client; the zero Rate turns the limit off
 	DeleteFailureRate    Rate           // wrong-token deletes per client; the zero Rate turns the limit off
+	AdminFailureRate     Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
 	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
 	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
 	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound

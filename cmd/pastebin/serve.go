@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,6 +30,7 @@ type serveConfig struct {
 	adminToken      string
 	adminTokenHex   string
 	adminHash       []byte // SHA-256 of the admin token; the token itself is not kept
+	adminTokenWeak  string // why the admin token should be replaced, said at start-up; "": nothing
 	addr            string
 	metricsAddr     string
 	baseURL         string
@@ -49,6 +51,7 @@ type serveConfig struct {
 type limitsConfig struct {
 	createRate        rate
 	deleteFailureRate rate
+	adminFailureRate  rate
 	trustedProxies    prefixList
 	maxUploads        int
 	readHeaderTimeout duration
@@ -62,11 +65,13 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
+		adminFailureRate: rate{Requests: 10, Window: time.Minute}, maxUploads: 16,
+		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
+	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
@@ -89,32 +94,52 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
 	}
 	var err error
-	if c.adminHash, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
+	if c.adminHash, c.adminTokenWeak, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
 		return c, err
 	}
 	c.adminToken = ""
 	return c, nil
 }
 
-// adminHash is the SHA-256 of the admin token, from the token or given as hex; nil for none.
-func adminHash(token, hexHash string) ([]byte, error) {
+// exampleAdminToken is the admin token an earlier README showed: copied into a deployment, it is
+// the first token anyone would try.
+const exampleAdminToken = "a-long-random-admin-token"
+
+// Admin token lengths: shorter than minAdminToken is refused; shorter than goodAdminToken is
+// accepted with a warning at start-up (`openssl rand -hex 32` gives 64 characters).
+const (
+	minAdminToken  = 16
+	goodAdminToken = 32
+)
+
+// adminHash is the SHA-256 of the admin token, from the token or given as hex; nil for none. weak
+// says why a token that is accepted should still be replaced ("" when nothing is wrong with it).
+func adminHash(token, hexHash string) (hash []byte, weak string, err error) {
+	example := sha256.Sum256([]byte(exampleAdminToken))
 	switch {
 	case token != "" && hexHash != "":
-		return nil, errors.New("set the admin token or its hash, not both")
+		return nil, "", errors.New("set the admin token or its hash, not both")
+	case token == exampleAdminToken:
+		return nil, "", errors.New("the admin token is the README's old example: draw one with `openssl rand -hex 32`")
+	case token != "" && len(token) < minAdminToken:
+		return nil, "", fmt.Errorf("the admin token must be at least %d characters: draw one with `openssl rand -hex 32`", minAdminToken)
 	case token != "":
-		if len(token) < 16 {
-			return nil, errors.New("the admin token must be at least 16 characters")
-		}
 		h := sha256.Sum256([]byte(token))
-		return h[:], nil
+		if len(token) < goodAdminToken {
+			weak = fmt.Sprintf("the admin token has %d characters, fewer than %d: draw one with `openssl rand -hex 32`", len(token), goodAdminToken)
+		}
+		return h[:], weak, nil
 	case hexHash != "":
 		h, err := hex.DecodeString(hexHash)
 		if err != nil || len(h) != sha256.Size {
-			return nil, errors.New("the admin token hash must be 64 hex digits")
+			return nil, "", errors.New("the admin token hash must be 64 hex digits")
 		}
-		return h, nil
+		if bytes.Equal(h, example[:]) {
+			return nil, "", errors.New("the admin token hash is the hash of the README's old example token: draw one with `openssl rand -hex 32`")
+		}
+		return h, "", nil
 	}
-	return nil, nil
+	return nil, "", nil
 }
 
 // flags registers serve's flags on a new flag set, with their defaults in c.
@@ -173,6 +198,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	warnClockSkew(ctx, svc, logger)
+	if cfg.adminTokenWeak != "" {
+		logger.Warn(cfg.adminTokenWeak)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -185,7 +213,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
-		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
+		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
+		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
 		MetricsElsewhere: cfg.metricsAddr != "",
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
