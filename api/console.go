@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -28,16 +29,20 @@ type console struct {
 	web       *webUI
 	cleanup   CleanupRunner
 	tokenHash []byte
+	idle      time.Duration // a session unused this long has ended
 	auth      *adminAuth
 	health    map[string]func(context.Context) error
 	origins   *http.CrossOriginProtection
 }
 
-// sessionCookie names the console's session cookie; sessionTTL is how long a session lasts.
+// sessionCookie names the console's session cookie; sessionTTL is how long a session lasts at most,
+// and DefaultConsoleIdleTimeout how long one may go unused.
 const (
 	sessionCookie = "pastebin_admin"
 	sessionTTL    = 12 * time.Hour
 	maxFormBytes  = 64 << 10
+
+	DefaultConsoleIdleTimeout = 30 * time.Minute
 )
 
 // consolePages are the console's templates, each in the site's layout.
@@ -45,7 +50,8 @@ var consolePages = []string{"signin", "overview", "runs", "run", "takedown", "bl
 
 func newConsole(cfg Config, deps Deps, ps *pasteService, auth *adminAuth) *console {
 	c := &console{
-		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, auth: auth, health: readinessChecks(deps),
+		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, auth: auth,
+		idle: cmp.Or(cfg.ConsoleIdleTimeout, DefaultConsoleIdleTimeout), health: readinessChecks(deps),
 		origins: http.NewCrossOriginProtection(),
 	}
 	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a form posted from another
@@ -143,8 +149,9 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 // errNoSession says the request carries no valid session.
 var errNoSession = errors.New("no console session")
 
-// session finds the request's session: its cookie's secret must name an unexpired session that was
-// signed in with the admin token configured now, so changing the token ends every session.
+// session finds the request's session: its cookie's secret must name a session that has neither
+// expired nor gone unused for the idle timeout (a browser left signed in on a shared machine), and
+// that was signed in with the admin token configured now, so changing the token ends every session.
 func (c *console) session(r *http.Request) (consoleSession, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -155,7 +162,7 @@ func (c *console) session(r *http.Request) (consoleSession, error) {
 		return consoleSession{}, errNoSession
 	}
 	hash := sha256.Sum256(secret)
-	name, err := c.ps.store.AdminSession(r.Context(), hash[:])
+	name, err := c.ps.store.AdminSession(r.Context(), hash[:], c.idle)
 	if errors.Is(err, store.ErrNotFound) {
 		return consoleSession{}, errNoSession
 	}
@@ -220,7 +227,7 @@ func (c *console) startSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hash := sha256.Sum256(secret)
-	if err := c.ps.store.StartAdminSession(r.Context(), hash[:], store.TokenActor(c.tokenHash, store.ViaConsole), sessionTTL); err != nil {
+	if err := c.ps.store.StartAdminSession(r.Context(), hash[:], store.TokenActor(c.tokenHash, store.ViaConsole), sessionTTL, c.idle); err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{

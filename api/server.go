@@ -25,6 +25,8 @@ type Config struct {
 	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
 	OpenAPISpec    []byte        // served at /openapi.yaml
 	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
+	// ConsoleIdleTimeout ends a console session unused this long; 0: DefaultConsoleIdleTimeout.
+	ConsoleIdleTimeout time.Duration
 
 	CreateRate           Rate           // creates per client; the zero Rate turns the limit off
 	DeleteFailureRate    Rate           // wrong-token deletes per client; the zero Rate turns the limit off

@@ -31,6 +31,7 @@ type serveConfig struct {
 	adminTokenHex   string
 	adminHash       []byte // SHA-256 of the admin token; the token itself is not kept
 	adminTokenWeak  string // why the admin token should be replaced, said at start-up; "": nothing
+	consoleIdle     duration
 	addr            string
 	metricsAddr     string
 	baseURL         string
@@ -147,12 +148,14 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
 		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
+		consoleIdle: duration(api.DefaultConsoleIdleTimeout),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)
 	c.expiry.register(fs)
 	fs.StringVar(&c.adminToken, "admin-token", "", "token for /admin (as Authorization: Bearer); empty turns /admin off. Only its hash is kept")
 	fs.StringVar(&c.adminTokenHex, "admin-token-sha256", "", "hex SHA-256 of the admin token, instead of the token itself")
+	fs.Var(&c.consoleIdle, "console-idle-timeout", "a console session unused this long ends (it lasts 12 hours at most anyway)")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
 	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
@@ -212,7 +215,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	handler := api.NewServer(api.Config{
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
-		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
+		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
