@@ -12,7 +12,8 @@ import (
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
 	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError))
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, strictTransport(cfg.HSTSMaxAge),
+		limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError))
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}

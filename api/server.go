@@ -40,6 +40,9 @@ type Config struct {
 	MaxHeaderBytes int
 
 	MetricsElsewhere bool // /metrics is served on an address of its own (MetricsHandler), not here
+	// HSTSMaxAge is the max-age of Strict-Transport-Security on answers to requests that came over
+	// HTTPS; 0: no such header.
+	HSTSMaxAge time.Duration
 }
 
 // Deps are the services the API runs on.

@@ -35,6 +35,7 @@ type serveConfig struct {
 	addr            string
 	metricsAddr     string
 	baseURL         string
+	hstsMaxAge      durationOrOff
 	maxPasteBytes   byteSize
 	defaultExpiry   lifetime
 	maxExpiry       lifetime
@@ -148,7 +149,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
 		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
-		consoleIdle: duration(api.DefaultConsoleIdleTimeout),
+		consoleIdle: duration(api.DefaultConsoleIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)
@@ -159,6 +160,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
 	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
+	fs.Var(&c.hstsMaxAge, "hsts-max-age", `max-age of Strict-Transport-Security on answers to requests that came over HTTPS; "off" for none`)
 	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
 	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
 	fs.Var(&c.maxExpiry, "max-expiry", "longest expiry a paste may ask for")
@@ -219,8 +221,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
-		MetricsElsewhere: cfg.metricsAddr != "",
-		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
+		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
+		MaxHeaderBytes: int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
