@@ -182,7 +182,7 @@ func (c *console) signInFirst(w http.ResponseWriter, r *http.Request, err error)
 	switch {
 	case !errors.Is(err, errNoSession):
 		c.web.errorPage(w, r, asProblem(r, c.ps.logger, err))
-	case r.Method == http.MethodGet && !wantsJSON(r):
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && !wantsJSON(r):
 		http.Redirect(w, r, "/admin/sign-in?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
 	case wantsJSON(r):
 		writeProblem(w, r, errSignInRequired.withDetail("Sign in at /admin/sign-in."))

@@ -35,7 +35,7 @@ func TestProblemTextIsNotHTMLEscaped(t *testing.T) {
 }
 
 // TestMethodNotAllowedSaysWhatIs: a 405 names the methods the route has in Allow (RFC 9110,
-// section 15.5.6), taken from the router itself.
+// section 15.5.6), taken from the router itself, HEAD wherever GET is.
 func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withAdmin(adminToken, 0))
@@ -47,29 +47,28 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	}{
 		{http.MethodPatch, "/api/v1/pastes", nil, "POST"},
 		{http.MethodGet, "/api/v1/pastes", nil, "POST"},
-		// One segment is also /{code} (HEAD, DELETE) and /{name} (PUT): the router serves those too.
+		// One segment is also /{code} (HEAD, DELETE; POST for codes alone) and /{name} (PUT): the router serves those too.
 		{http.MethodPost, "/healthz", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPatch, "/readyz", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPatch, "/readyz", nil, "GET, HEAD, POST, PUT, DELETE"},
 		{http.MethodPost, "/metrics", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/openapi.yaml", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/problems", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodDelete, "/problems/gone", nil, "GET"},
-		{http.MethodPatch, "/", nil, "GET, POST"},
-		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPost, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, DELETE"},
-		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD"},
+		{http.MethodDelete, "/problems/gone", nil, "GET, HEAD"},
+		{http.MethodPatch, "/", nil, "GET, HEAD, POST"},
+		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, POST, PUT, DELETE"},
+		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, HEAD, DELETE"},
+		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD, POST"},
 		{http.MethodGet, "/abcdefghijk/burn", nil, "POST"},
 		{http.MethodDelete, "/abcdefghijk/delete", nil, "POST"},
-		{http.MethodPost, "/static/0123/app.js", nil, "GET"},
+		{http.MethodPost, "/static/0123/app.js", nil, "GET, HEAD"},
 		{http.MethodGet, "/admin/cleanup", admin, "POST"},
-		{http.MethodDelete, "/admin/cleanup/runs", admin, "GET"},
-		{http.MethodPost, "/admin/cleanup/runs/7", admin, "GET"},
-		{http.MethodPut, "/admin/cleanup/backlog", admin, "GET"},
-		{http.MethodPatch, "/admin", nil, "GET"},
+		{http.MethodDelete, "/admin/cleanup/runs", admin, "GET, HEAD"},
+		{http.MethodPost, "/admin/cleanup/runs/7", admin, "GET, HEAD"},
+		{http.MethodPut, "/admin/cleanup/backlog", admin, "GET, HEAD"},
+		{http.MethodPatch, "/admin", nil, "GET, HEAD"},
 		{http.MethodGet, "/admin/sign-out", nil, "POST"},
-		{http.MethodDelete, "/admin/sign-in", nil, "GET, POST"},
-		{"BREW", "/problems/gone", nil, "GET"},
+		{http.MethodDelete, "/admin/sign-in", nil, "GET, HEAD, POST"},
+		{"BREW", "/problems/gone", nil, "GET, HEAD"},
 	} {
 		r := e.do(e.request(tt.method, tt.path, nil, tt.headers...))
 		if r.StatusCode != http.StatusMethodNotAllowed || r.Header.Get("Allow") != tt.allow ||

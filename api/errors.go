@@ -55,6 +55,7 @@ func (p *problem) withRetryAfter(d time.Duration) *problem {
 var (
 	errNotFound         = &problem{status: http.StatusNotFound, name: "not-found", title: "No such paste"}
 	errGone             = &problem{status: http.StatusGone, name: "gone", title: "Paste expired or deleted"}
+	errBurnAfterReading = &problem{status: http.StatusConflict, name: "burn-after-reading", title: "Paste burns after reading"}
 	errForbidden        = &problem{status: http.StatusForbidden, name: "forbidden", title: "Wrong delete token"}
 	errUnauthorized     = &problem{status: http.StatusUnauthorized, name: "unauthorized", title: "Missing or malformed token"}
 	errWrongAdminToken  = &problem{status: http.StatusUnauthorized, name: "wrong-admin-token", title: "Wrong admin token"}
@@ -86,7 +87,7 @@ var (
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
-	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
+	errNotFound, errGone, errBurnAfterReading, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
 	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
 	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
 	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge,
@@ -174,6 +175,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 		RequestID: RequestID(r.Context()),
 	})
 	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Robots-Tag", "noindex")
 	h.Set("Content-Length", strconv.Itoa(body.Len()))
 	h.Set("Cache-Control", "no-store")
 	h.Del("ETag")
@@ -217,9 +219,10 @@ func handleProblemTypes() http.Handler {
 	})
 }
 
-// writeJSON answers v as JSON.
+// writeJSON answers v as JSON, which is for programs, not for search indexes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Robots-Tag", "noindex")
 	w.WriteHeader(status)
 	encodeJSON(w, v)
 }

@@ -249,6 +249,12 @@ func (e *env) checkSpec(req *http.Request, resp *http.Response, body []byte) {
 		e.t.Errorf("%s %s: not in openapi.yaml: %v", req.Method, req.URL.Path, err)
 		return
 	}
+	if req.Method == http.MethodHead { // ValidateResponse skips HEAD: its status must be documented still
+		if route.Operation.Responses.Status(resp.StatusCode) == nil || len(body) != 0 {
+			e.t.Errorf("HEAD %s → %d with %d bytes of body: openapi.yaml documents no such answer", req.URL.Path, resp.StatusCode, len(body))
+		}
+		return
+	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 		Status:                 resp.StatusCode,

@@ -202,6 +202,25 @@ func (ps *pasteService) body(ctx context.Context, f found) (io.ReadCloser, error
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
+// errNothingToConsume says a paste has no views to take: any GET reads it, as often as it likes.
+var errNothingToConsume = errors.New("paste does not burn after reading")
+
+// consume takes a view of a paste whose reading takes it, and returns the paste and its bytes. Only
+// a POST consumes (README, Create): link previews, mail scanners and prefetchers send GETs on their
+// own, and a GET must not take what a person was sent. Burn after reading is one view, so the view
+// consume takes is the last, and burn decides which reader gets it.
+func (ps *pasteService) consume(ctx context.Context, code string) (store.Paste, []byte, error) {
+	f, err := ps.find(ctx, code)
+	if err != nil {
+		return store.Paste{}, nil, err
+	}
+	if !f.paste.BurnAfterRead {
+		return f.paste, nil, errNothingToConsume
+	}
+	data, err := ps.burn(ctx, f.paste)
+	return f.paste, data, err
+}
+
 // burn reads a burn-after-reading paste and takes it. The bytes are fetched first, while the paste
 // still holds its content; then the one transaction that moves the paste to DELETED decides which
 // reader serves them. Every other reader gets ErrGone.

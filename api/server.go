@@ -82,6 +82,9 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 // one; every other client, and every client of /api/, gets problem details.
 func (ps *pasteService) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := asProblem(r, ps.logger, err)
+	if pageOrProblem(r) {
+		varyAccept(w.Header())
+	}
 	if wantsPage(r) {
 		ps.web.errorPage(w, r, p)
 		return

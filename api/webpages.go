@@ -128,7 +128,13 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 // wantsPage reports whether an error should be answered as a page: the client is a browser asking
 // for HTML, and the path is not one of the JSON APIs, whose clients always get problem details.
 func wantsPage(r *http.Request) bool {
-	return !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/admin/") && wantsHTML(r)
+	return pageOrProblem(r) && wantsHTML(r)
+}
+
+// pageOrProblem reports whether an error at the request's path is a page or problem details by
+// the Accept header.
+func pageOrProblem(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/admin/")
 }
 
 // expiryChoice is one option of the form's expiry menu.

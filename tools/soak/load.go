@@ -72,7 +72,7 @@ func (l *load) create(ctx context.Context, r *rand.Rand) {
 	}
 }
 
-// read reads p: its bytes (raw: which takes a burn-after-reading paste) or its metadata.
+// read reads p: its bytes (raw: a POST, which takes a burn-after-reading paste) or its metadata.
 func (l *load) read(ctx context.Context, r *rand.Rand, p *paste, raw bool) {
 	if p == nil {
 		return
@@ -90,8 +90,19 @@ func (l *load) read(ctx context.Context, r *rand.Rand, p *paste, raw bool) {
 		path = [...]string{"/raw/", "/"}[r.IntN(2)] + p.code
 	}
 	p.startRead(raw)
-	a, lost := l.client.try(ctx, r, get(path))
+	a, lost := l.client.try(ctx, r, p.reader(raw, path))
 	l.note(a, p.judgeRead(a, lost, raw))
+}
+
+// reader builds the request that reads p at path: a raw read of a burn-after-reading paste is a
+// POST, the one request that takes it (README, Create); every other read a GET.
+func (p *paste) reader(raw bool, path string) func(ctx context.Context, base string) (*http.Request, error) {
+	if raw && p.burn {
+		return func(ctx context.Context, base string) (*http.Request, error) {
+			return http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
+		}
+	}
+	return get(path)
 }
 
 // delete deletes a paste with its owner's token, and now and then deletes it again at once: a

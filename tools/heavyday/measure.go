@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/store"
+	"pastebin/tools/internal/benchdata"
 )
 
 // phaseDB is the database each phase restores from the template and drops after.

@@ -1,16 +1,20 @@
 // Package benchdata keeps a benchmark's loaded state from run to run: a template database that
 // each measurement copies, and a bucket's folder in versitygw's data directory snapshotted with
 // hard links. Loading millions of pastes takes minutes; restoring them takes seconds. It also holds
-// the measurements every cleanup benchmark shares: the set-based floor and the final check.
+// the measurements every cleanup benchmark shares (the set-based floor and the final check), and
+// the databases every tool creates and drops, the soak's included.
 package benchdata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"pastebin/store/storetest"
 )
 
 // Databases creates, copies and drops the benchmark's databases through an admin connection.
@@ -19,8 +23,12 @@ type Databases struct {
 	adminURL string
 }
 
-// OpenDatabases connects to the PostgreSQL server of adminURL.
+// OpenDatabases connects to the PostgreSQL server of adminURL, a postgres:// URL: the databases it
+// creates are named by replacing its path.
 func OpenDatabases(ctx context.Context, adminURL string) (*Databases, error) {
+	if u, err := url.Parse(adminURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, errors.New("the database URL is not a postgres:// URL") // not shown: it may hold a password
+	}
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
 		return nil, err
@@ -34,11 +42,7 @@ func (d *Databases) Close() { d.admin.Close(context.Background()) }
 func (d *Databases) Admin() *pgx.Conn { return d.admin }
 
 // URL is the connection URL of database name on the same server.
-func (d *Databases) URL(name string) string {
-	u, _ := url.Parse(d.adminURL)
-	u.Path = "/" + name
-	return u.String()
-}
+func (d *Databases) URL(name string) string { return storetest.DatabaseURL(d.adminURL, name) }
 
 // Exists reports whether database name exists.
 func (d *Databases) Exists(ctx context.Context, name string) (bool, error) {

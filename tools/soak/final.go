@@ -52,7 +52,7 @@ func (s *soak) readBackOne(ctx context.Context, r *rand.Rand, p *paste) string {
 	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
 		p.startRead(true)
 		var lost bool
-		a, lost = s.client.try(ctx, r, get("/raw/"+p.code))
+		a, lost = s.client.try(ctx, r, p.reader(true, "/raw/"+p.code))
 		if v := p.judgeRead(a, lost, true); v != "" {
 			s.violations.add("at the end: %s", v)
 		}

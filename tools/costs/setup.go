@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -22,6 +20,7 @@ import (
 	"pastebin/cache"
 	"pastebin/expiry"
 	"pastebin/store"
+	"pastebin/tools/internal/benchdata"
 )
 
 // measurement is one run: its own database, bucket and Redis prefix, and the counters around them.
@@ -29,7 +28,7 @@ type measurement struct {
 	cfg     config
 	out     io.Writer
 	logger  *slog.Logger
-	admin   *pgx.Conn // to the server, for creating and dropping the database
+	dbs     *benchdata.Databases // the server, for creating and dropping the database
 	dbName  string
 	store   *store.Store
 	meter   *meter
@@ -48,15 +47,14 @@ func newMeasurement(ctx context.Context, cfg config, out io.Writer) (_ *measurem
 			m.close()
 		}
 	}()
-	if m.admin, err = pgx.Connect(ctx, cfg.services.AdminURL); err != nil {
+	if m.dbs, err = benchdata.OpenDatabases(ctx, cfg.services.AdminURL); err != nil {
 		return nil, err
 	}
 	m.dbName = "pb_costs_" + randomHex(6)
-	if _, err := m.admin.Exec(ctx, "CREATE DATABASE "+m.dbName); err != nil {
+	if err := m.dbs.Create(ctx, m.dbName); err != nil {
 		return nil, err
 	}
-	dbURL := withDatabase(cfg.services.AdminURL, m.dbName)
-	if m.store, err = store.Open(ctx, dbURL, m.logger); err != nil {
+	if m.store, err = store.Open(ctx, m.dbs.URL(m.dbName), m.logger); err != nil {
 		return nil, err
 	}
 	if _, err := m.store.Migrate(ctx); err != nil {
@@ -136,11 +134,11 @@ func (m *measurement) close() {
 	if m.store != nil {
 		m.store.Close()
 	}
-	if m.admin != nil && m.dbName != "" {
-		_, _ = m.admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+m.dbName+" WITH (FORCE)")
+	if m.dbs != nil && m.dbName != "" {
+		_ = m.dbs.Drop(context.Background(), m.dbName)
 	}
-	if m.admin != nil {
-		m.admin.Close(context.Background())
+	if m.dbs != nil {
+		m.dbs.Close()
 	}
 }
 
@@ -186,15 +184,6 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 		h.c.add("commands", int64(len(cmds)))
 		return next(ctx, cmds)
 	}
-}
-
-func withDatabase(dbURL, name string) string {
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		panic(fmt.Sprintf("database url: %v", err))
-	}
-	u.Path = "/" + name
-	return u.String()
 }
 
 func randomHex(n int) string {

@@ -11,9 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pastebin/cache"
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/expiry"
 	"pastebin/store"
+	"pastebin/tools/internal/benchdata"
 )
 
 // result is one strategy's measurements: pastes cleaned and the time it took, per repetition.

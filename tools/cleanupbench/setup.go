@@ -9,12 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"pastebin/blob"
 	"pastebin/cache"
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/store/storetest"
+	"pastebin/tools/internal/benchdata"
 )
 
 // bench holds the services and the prepared data of one benchmark run.
@@ -103,34 +102,22 @@ func (b *bench) loadBucket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `SELECT blob_key FROM content c WHERE NOT EXISTS (
 		SELECT 1 FROM pastes p WHERE p.content_hash = c.content_hash AND p.expires_at > now())`)
 	if err != nil {
-		conn.Close(ctx)
 		return err
 	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	conn.Close(ctx)
+	blobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (benchdata.Blob, error) {
+		var key string
+		err := r.Scan(&key)
+		return benchdata.Blob{Key: key, Content: []byte(key)}, err
+	})
 	if err != nil {
 		return err
 	}
-	if err := b.snapshot.Empty(); err != nil {
-		return err
-	}
-	bucket, err := b.openBucket(ctx)
-	if err != nil {
-		return err
-	}
-	b.logf("uploading the %d blobs cleanup will free", len(keys))
-	var g errgroup.Group
-	g.SetLimit(32)
-	for _, k := range keys {
-		g.Go(func() error { return bucket.Put(ctx, k, []byte(k)) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return b.snapshot.Take(ctx)
+	b.logf("uploading the %d blobs cleanup will free", len(blobs))
+	return b.cfg.services.LoadBucket(ctx, b.snapshot, blobs)
 }
 
 func (b *bench) openBucket(ctx context.Context) (*blob.Bucket, error) {

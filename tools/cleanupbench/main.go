@@ -19,7 +19,7 @@ import (
 	"strings"
 	"syscall"
 
-	"pastebin/cmd/internal/benchdata"
+	"pastebin/tools/internal/benchdata"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"pastebin/cmd/internal/benchdata"
+	"pastebin/tools/internal/benchdata"
 )
 
 func main() {

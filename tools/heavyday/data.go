@@ -11,11 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"pastebin/cache"
-	"pastebin/cmd/internal/benchdata"
 	"pastebin/store/storetest"
+	"pastebin/tools/internal/benchdata"
 )
 
 // dataVersion names the layout of the loaded data; a new layout loads afresh.
@@ -151,31 +150,13 @@ func (b *bench) loadBucket(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.snapshot.Empty(); err != nil {
-		return err
-	}
-	bucket, err := b.cfg.services.OpenBucket(ctx, b.bucket)
-	if err != nil {
-		return err
-	}
 	b.logf("uploading %d blobs of freed content (of %d the drain frees) and %d of live pastes", len(freed), b.meta.Freed, len(sample))
-	var g errgroup.Group
-	g.SetLimit(32)
-	for _, k := range freed {
-		g.Go(func() error { return bucket.Put(ctx, k, []byte(k)) })
-	}
-	for _, o := range sample {
-		g.Go(func() error { return bucket.Put(ctx, o.key, o.content) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return b.snapshot.Take(ctx)
+	return b.cfg.services.LoadBucket(ctx, b.snapshot, append(freed, sample...))
 }
 
-// firstFreed returns the blob keys of the first -real-blobs content rows the drain frees: it frees a
+// firstFreed returns the blobs of the first -real-blobs content rows the drain frees: it frees a
 // content row when it claims the last of its pastes, and it claims in expiry order.
-func (b *bench) firstFreed(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+func (b *bench) firstFreed(ctx context.Context, conn *pgx.Conn) ([]benchdata.Blob, error) {
 	_, err := conn.Exec(ctx, `CREATE TEMP TABLE freed AS
 		SELECT content_hash, max(expires_at) AS last FROM pastes GROUP BY content_hash HAVING max(expires_at) <= now()`)
 	if err != nil {
@@ -189,38 +170,33 @@ func (b *bench) firstFreed(ctx context.Context, conn *pgx.Conn) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	var keys []string
+	var blobs []benchdata.Blob
 	var key string
 	var last time.Time
 	_, err = pgx.ForEachRow(rows, []any{&key, &last}, func() error {
-		keys = append(keys, key)
+		blobs = append(blobs, benchdata.Blob{Key: key, Content: []byte(key)})
 		b.meta.RealUntil = maxTime(b.meta.RealUntil, last)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.meta.RealBlobs = int64(len(keys))
+	b.meta.RealBlobs = int64(len(blobs))
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= $1`, b.meta.RealUntil).Scan(&b.meta.RealPastes)
-	return keys, err
-}
-
-// sampleBlob is a live paste's blob: its key and its bytes, the text the seed hashed.
-type sampleBlob struct {
-	key     string
-	content []byte
+	return blobs, err
 }
 
 // liveSample picks live pastes that each have content of their own (the seed's paste i, for i up to
-// the number of distinct contents, holds the text "H<i>"), and returns their blobs.
-func (b *bench) liveSample(ctx context.Context, conn *pgx.Conn) ([]sampleBlob, error) {
+// the number of distinct contents, holds the text "H<i>"), and returns their blobs: their keys and
+// the text the seed hashed.
+func (b *bench) liveSample(ctx context.Context, conn *pgx.Conn) ([]benchdata.Blob, error) {
 	rows, err := conn.Query(ctx, `SELECT p.short_code, c.blob_key FROM pastes p JOIN content c USING (content_hash)
 		WHERE p.expires_at > now() AND p.content_hash = sha256(convert_to('H' || ltrim(substr(p.short_code, 2), '0'), 'UTF8'))
 		ORDER BY p.short_code LIMIT $1`, b.cfg.liveSample)
 	if err != nil {
 		return nil, err
 	}
-	var out []sampleBlob
+	var out []benchdata.Blob
 	var code, key string
 	_, err = pgx.ForEachRow(rows, []any{&code, &key}, func() error {
 		i, err := strconv.Atoi(code[1:])
@@ -228,7 +204,7 @@ func (b *bench) liveSample(ctx context.Context, conn *pgx.Conn) ([]sampleBlob, e
 			return err
 		}
 		b.meta.LiveSample = append(b.meta.LiveSample, code)
-		out = append(out, sampleBlob{key: key, content: []byte(seedTag + strconv.Itoa(i))})
+		out = append(out, benchdata.Blob{Key: key, Content: []byte(seedTag + strconv.Itoa(i))})
 		return nil
 	})
 	return out, err

@@ -16,11 +16,7 @@ func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 30-second chaos soak with its own processes")
 	}
-	bin := filepath.Join(t.TempDir(), "pastebin")
-	build := exec.Command("go", "build", "-o", bin, "pastebin/cmd/pastebin")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pastebin: %v\n%s", err, out)
-	}
+	bin := buildPastebin(t)
 	dir := t.TempDir()
 	var out bytes.Buffer
 	args := []string{"soak", "-pastebin", bin, "-dir", dir, "-duration", "30s", "-max-ops", "30000",
@@ -38,6 +34,23 @@ func TestSoakShort(t *testing.T) {
 	if !strings.Contains(out.String(), "violations 0") {
 		t.Errorf("no summary line with violations 0 in the output")
 	}
+}
+
+// buildPastebin builds the service's binary, in the service's module (go.mod's replace names its
+// folder), so that the soak runs what make build ships.
+func buildPastebin(t *testing.T) string {
+	t.Helper()
+	dir, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "pastebin").Output()
+	if err != nil {
+		t.Fatalf("find the pastebin module: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "pastebin")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/pastebin")
+	build.Dir = strings.TrimSpace(string(dir))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build pastebin: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // TestJudgeRead: what the checks call a violation, and what they accept, for reads of one paste.

@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"pastebin/cmd/internal/benchdata"
+	"pastebin/tools/internal/benchdata"
 )
 
 func main() {

@@ -6,26 +6,25 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"pastebin/tools/internal/benchdata"
 )
 
 // createDatabase creates the soak's own database on the server of adminURL, so the soak never
 // touches another test's data, and returns its name and its URL for the pastebin processes.
 func createDatabase(ctx context.Context, adminURL string) (string, string, error) {
-	conn, err := pgx.Connect(ctx, adminURL)
+	dbs, err := benchdata.OpenDatabases(ctx, adminURL)
 	if err != nil {
 		return "", "", fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
-	defer conn.Close(ctx)
+	defer dbs.Close()
 	name := "soak_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if err := dbs.Create(ctx, name); err != nil {
 		return "", "", fmt.Errorf("create database: %w", err)
 	}
-	u, err := url.Parse(adminURL)
+	u, err := url.Parse(dbs.URL(name))
 	if err != nil {
 		return "", "", err
 	}
-	u.Path = "/" + name
 	q := u.Query()
 	q.Set("pool_max_conns", "12") // per process: the shared server serves every other test too
 	u.RawQuery = q.Encode()
@@ -36,11 +35,10 @@ func createDatabase(ctx context.Context, adminURL string) (string, string, error
 func dropDatabase(adminURL, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, adminURL)
+	dbs, err := benchdata.OpenDatabases(ctx, adminURL)
 	if err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	return err
+	defer dbs.Close()
+	return dbs.Drop(ctx, name)
 }
