@@ -73,6 +73,12 @@ func testAdminFailureLimit(t *testing.T, kind cachetest.Kind, inRedis bool) {
 	for range 2 {
 		checkRefused(t, e.bearerAdmin(wrongAdminToken), http.StatusUnauthorized, "wrong-admin-token", "")
 	}
+	// With one attempt left, the right token goes through and gives its attempt back.
+	for range 3 {
+		if r := e.bearerAdmin(adminToken); r.StatusCode != http.StatusOK {
+			t.Fatalf("the right token with one attempt left: %d, want 200", r.StatusCode)
+		}
+	}
 	if r := e.form("/admin/sign-in", url.Values{"token": {wrongAdminToken}}); r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("wrong token on the sign-in form: %d", r.StatusCode)
 	}
