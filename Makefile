@@ -34,7 +34,7 @@ test: lint
 
 # The API tests that create, read, delete and burn pastes, and the operators' actions (cleanup runs,
 # takedowns, blocks, the audit log, console sessions), run again through the pooler.
-POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession)$$
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient)$$
 
 # With the test services up (make test starts them): the service's tests and the tools module's
 # (tools/, the 30-second chaos soak among them) at the same time, as when the soak was one more

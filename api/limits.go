@@ -35,10 +35,10 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 			Name: "pastebin_uploads_in_flight", Help: "Creates reading or storing a body now.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pastebin_requests_refused_total", Help: "Requests refused by a limit: create_rate, delete_failures, sign_in_failures, uploads.",
+			Name: "pastebin_requests_refused_total", Help: "Requests refused by a limit: create_rate, delete_failures, admin_failures, uploads.",
 		}, []string{"limit"}),
 	}
-	for _, limit := range []string{"create_rate", "delete_failures", "sign_in_failures", "uploads"} {
+	for _, limit := range []string{"create_rate", "delete_failures", "admin_failures", "uploads"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a
 		// series that appears at 1.
 		l.refused.WithLabelValues(limit)
