@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test test-suites test-service test-tools fuzz build lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
+.PHONY: run test test-suites test-service test-tools fuzz build image lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -18,6 +18,12 @@ REDIS         ?= single
 
 build:
 	$(GO) build -o $(BIN) ./cmd/pastebin
+
+# The container image (Containerfile), localhost/pastebin:<git describe>: a static binary and this
+# machine's CA bundle on an empty base, built with podman (Debian's, installed the first time),
+# pulling nothing. scripts/image.sh says which podman settings work on this machine.
+image:
+	GO=$(GO) scripts/image.sh build
 
 # A development run listens on loopback only; PASTEBIN_ADDR=:8080 make run serves every interface.
 # (serve's own default, :8080, is for deployments.)
