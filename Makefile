@@ -35,6 +35,8 @@ run: build
 test: lint
 	scripts/ensure-chromium.sh
 	scripts/ensure-promtool.sh
+	scripts/services.sh test tool podman >/dev/null
+	scripts/services.sh test tool systemd-analyze >/dev/null
 	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites
 	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
 
@@ -43,8 +45,9 @@ test: lint
 POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession)$$
 
 # With the test services up (make test starts them): the service's tests and the tools module's
-# (tools/, the 30-second chaos soak among them) at the same time, as when the soak was one more
-# package of the service's go test: moving it to its own module made make test no longer.
+# (tools/: the 30-second chaos soak, and deploycheck, which builds the image and runs it) at the
+# same time, as when the soak was one more package of the service's go test: moving it to its own
+# module made make test no longer.
 test-suites:
 	$(MAKE) --no-print-directory -j2 test-service test-tools
 
