@@ -56,6 +56,8 @@ build_image() {
     --build-arg VERSION="${name##*:}" --build-arg REVISION="$revision" \
     --build-arg CREATED="$(date -u -d "@$epoch" +%Y-%m-%dT%H:%M:%SZ)" \
     --tag "$name" --tag "$repo:latest" "$root" >/dev/null
+  # Earlier builds that no tag names any more (:latest moved on) are only disk space.
+  podman image prune --force --filter label=org.opencontainers.image.title=pastebin >/dev/null
 }
 
 write_conf() {

@@ -34,6 +34,7 @@ func buildImage(t *testing.T) string {
 		}
 		t.Fatal("podman is missing: make test installs it (scripts/services.sh test tool podman); PASTEBIN_TEST_ALLOW_NO_PODMAN=1 skips this test")
 	}
+	existed := exec.Command("podman", "image", "exists", imageName(t)).Run() == nil
 	cmd := exec.Command(imageScript, "build")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -43,6 +44,21 @@ func buildImage(t *testing.T) string {
 	}
 	if stderr.Len() > 0 {
 		t.Logf("scripts/image.sh build says:\n%s", stderr.String())
+	}
+	built := strings.TrimSpace(string(out))
+	if !existed {
+		// Every commit's test would leave an image of its own; :latest still names this one.
+		t.Cleanup(func() { _ = podman("untag", built, built).Run() })
+	}
+	return built
+}
+
+// imageName is the name scripts/image.sh gives the image of this checkout.
+func imageName(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(imageScript, "name").Output()
+	if err != nil {
+		t.Fatalf("scripts/image.sh name: %v", err)
 	}
 	return strings.TrimSpace(string(out))
 }
