@@ -1,6 +1,7 @@
 package deploycheck
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -46,6 +47,13 @@ func TestSettingsAreTheBinarys(t *testing.T) {
 			name, _, _ := strings.Cut(v, "=")
 			add("deploy/systemd/pastebin.service", name)
 		}
+	}
+	containerfile, err := os.ReadFile(filepath.Join(repoRoot, "Containerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^ENV (\w+)=`).FindAllSubmatch(containerfile, -1) {
+		add("Containerfile", string(m[1]))
 	}
 	pb, err := loadCompose(t).GetService("pastebin")
 	if err != nil {
