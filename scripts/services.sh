@@ -9,7 +9,8 @@
 #                                         URL (passwords hidden), and which of them were just started
 #   scripts/services.sh <profile> status
 #   scripts/services.sh <profile> tool <name>   print the path of a tool the tests run themselves
-#                                                (haproxy), installing it with apt-get if missing
+#                                                (haproxy, podman, systemd-analyze), installing it
+#                                                with apt-get if missing
 #
 # Profiles: run (make run), test (make test: also an S3 server, a three-master Redis Cluster, and
 # pgbouncer in transaction pooling mode in front of the test PostgreSQL), bench (durable settings,
@@ -446,7 +447,11 @@ case "$action" in
   tool)
     case "${1:-}" in
       haproxy) command -v haproxy >/dev/null || apt_install haproxy >/dev/null; command -v haproxy ;;
-      *) echo "services.sh: unknown tool ${1:-} (want haproxy)" >&2; exit 2 ;;
+      # runc too: where crun cannot run a container (hybrid cgroups), scripts/image.sh chooses it.
+      podman) { command -v podman && command -v runc; } >/dev/null || apt_install podman runc >/dev/null; command -v podman ;;
+      # systemd-analyze checks deploy/systemd's unit; a container's Debian may lack systemd.
+      systemd-analyze) command -v systemd-analyze >/dev/null || apt_install systemd >/dev/null; command -v systemd-analyze ;;
+      *) echo "services.sh: unknown tool ${1:-} (want haproxy, podman or systemd-analyze)" >&2; exit 2 ;;
     esac ;;
   *) echo "services.sh: unknown action $action" >&2; exit 2 ;;
 esac
