@@ -208,9 +208,9 @@ func hostileCreates() []hostile {
 	add("web multipart unterminated", 400, asPage, post("/", "multipart/form-data; boundary=XX", "--XX\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nabc", browser))
 	add("delete form of bad escapes", 400, asPage, post("/abcdefghijk/delete", formType, "token=%zz", browser))
 	add("delete form with duplicated tokens", 400, asPage, post("/abcdefghijk/delete", formType, "token=a&token=b", browser))
-	add("console sign-in of bad escapes", 401, asPage, post("/admin/sign-in", formType, "token=%zz&next=%00", browser))
+	add("console sign-in of bad escapes", 400, asPage, post("/admin/sign-in", formType, "token=%zz&next=%00", browser))
 	add("console sign-in to an odd next", 401, asPage, post("/admin/sign-in?next=//evil.example", formType, "token=x", browser))
-	add("console form of a megabyte", 401, asPage, post("/admin/sign-in", formType, "token="+repeat("x", 1<<20), browser))
+	add("console form of a megabyte", 400, asPage, post("/admin/sign-in", formType, "token="+repeat("x", 1<<20), browser))
 
 	// JSON.
 	js := "application/json"

@@ -34,11 +34,11 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pastebin_requests_refused_total",
-			Help: "Requests refused by a limit: create_rate, delete_failures, sign_in_failures, uploads, client_uploads, upload_rate.",
+			Help: "Requests refused by a limit: create_rate, delete_failures, admin_failures, uploads, client_uploads, upload_rate.",
 		}, []string{"limit"}),
 		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient, cfg.MinUploadRate),
 	}
-	for _, limit := range []string{"create_rate", "delete_failures", "sign_in_failures", "uploads", "client_uploads", "upload_rate"} {
+	for _, limit := range []string{"create_rate", "delete_failures", "admin_failures", "uploads", "client_uploads", "upload_rate"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a
 		// series that appears at 1.
 		l.refused.WithLabelValues(limit)

@@ -59,7 +59,7 @@ func (ps *pasteService) create(ctx context.Context, in createInput, idem idempot
 		return createdPaste{}, err
 	}
 	fp := fingerprint(in, lifetime)
-	if idem != "" {
+	if !idem.none() {
 		if c, err := ps.replay(ctx, idem, fp); !errors.Is(err, errNoRecord) {
 			return c, err
 		}
@@ -93,7 +93,7 @@ func (ps *pasteService) newPaste(in createInput, lifetime time.Duration, idem id
 	if lifetime > 0 {
 		np.ExpiresAt = ps.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision
 	}
-	if idem != "" {
+	if !idem.none() {
 		sealed, err := idem.seal(token)
 		if err != nil {
 			return store.NewPaste{}, "", err

@@ -14,7 +14,8 @@ import (
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
 	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies, cfg.ClientIPHeader), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, strictTransport(cfg.HSTSMaxAge),
+		limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
 		refuseUnknownMethods(ps.writeError), refuseCrossSite(cfg.BaseURL, http.HandlerFunc(ps.answerCrossSite)),
 		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own
 		// runs the GET handler, whose body net/http drops, so it answers exactly GET's headers.

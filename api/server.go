@@ -25,9 +25,12 @@ type Config struct {
 	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
 	OpenAPISpec    []byte        // served at /openapi.yaml
 	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
+	// ConsoleIdleTimeout ends a console session unused this long; 0: DefaultConsoleIdleTimeout.
+	ConsoleIdleTimeout time.Duration
 
 	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
 	DeleteFailureRate Rate           // wrong-token deletes per client; the zero Rate turns the limit off
+	AdminFailureRate  Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
 	RateKeyPrefix     string         // prefix of the rate limits' Redis keys
 	TrustedProxies    []netip.Prefix // peers whose ClientIPHeader names the client
 	// ClientIPHeader is the one header in which a trusted proxy names the client: X-Forwarded-For
@@ -45,6 +48,9 @@ type Config struct {
 	MaxHeaderBytes int
 
 	MetricsElsewhere bool // /metrics is served on an address of its own (MetricsHandler), not here
+	// HSTSMaxAge is the max-age of Strict-Transport-Security on answers to requests that came over
+	// HTTPS; 0: no such header.
+	HSTSMaxAge time.Duration
 }
 
 // Deps are the services the API runs on.

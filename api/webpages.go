@@ -89,6 +89,7 @@ type errorData struct {
 	Detail  string
 	Hint    string
 	Back    string // the paste's page, when the error is a form on it to fill in again
+	Gone    string // the paste the error says is gone (404, 410, 451): the page's script forgets its token
 }
 
 // errorPage answers a problem as a page in the site's style: its status, a heading and what to do.
@@ -112,6 +113,9 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 	}
 	if p.name == errInternal.name {
 		d.Detail = "" // "internal error" says nothing the heading does not
+	}
+	if p.status == http.StatusNotFound || p.status == http.StatusGone || p.name == errLegalTakedown.name {
+		d.Gone = chi.URLParam(r, "code")
 	}
 	refusedForm := p.status == http.StatusBadRequest || p.status == http.StatusForbidden || p.status == http.StatusTooManyRequests
 	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && refusedForm {

@@ -31,7 +31,8 @@ type Config struct {
 	SweepSchedule      string        // the orphan sweeper's cron expression or @every; empty: never
 	OrphanGrace        time.Duration // the sweeper leaves younger objects alone
 	TombstoneRetention time.Duration
-	Host               string // names this process in run reports
+	AuditRetention     time.Duration // admin audit entries older than this are purged; 0: kept forever
+	Host               string        // names this process in run reports
 	Pacing             Pacing
 }
 
@@ -40,7 +41,7 @@ func DefaultConfig() Config {
 	return Config{
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
-		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour,
+		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 		Pacing: Pacing{Mode: PacingAuto, MinRate: 1000, Target: 100 * time.Millisecond},
 	}
 }

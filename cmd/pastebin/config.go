@@ -132,6 +132,29 @@ func (d *duration) Set(v string) error {
 	return err
 }
 
+// durationOrOff is a flag for a duration that "off" (or 0) turns off: 1h, 1d, 365d.
+type durationOrOff time.Duration
+
+func (d *durationOrOff) String() string {
+	if *d == 0 {
+		return "off"
+	}
+	return api.FormatLifetime(time.Duration(*d))
+}
+
+func (d *durationOrOff) Set(v string) error {
+	if v = strings.ToLower(strings.TrimSpace(v)); v == "off" || v == "0" {
+		*d = 0
+		return nil
+	}
+	l, err := api.ParseLifetime(v)
+	if err == nil && l == 0 {
+		err = fmt.Errorf(`"never" is not a duration here; "off" turns it off`)
+	}
+	*d = durationOrOff(l)
+	return err
+}
+
 // rate is a flag for a rate limit: 60/1m, 10/1h, or "off" (also 0).
 type rate api.Rate
 

@@ -25,6 +25,7 @@ type expiryConfig struct {
 	sweepSchedule      string
 	orphanGrace        duration
 	tombstoneRetention duration
+	auditRetention     lifetime
 	lockTTL            duration
 	pacing             expiry.Pacing
 }
@@ -33,6 +34,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	d := expiry.DefaultConfig()
 	c.stuckAfter, c.outboxEvery = duration(d.StuckAfter), duration(d.OutboxEvery)
 	c.tombstoneRetention, c.lockTTL = duration(d.TombstoneRetention), duration(5*time.Second)
+	c.auditRetention = lifetime(d.AuditRetention)
 	fs.IntVar(&c.workers, "cleanup-workers", d.Workers, "cleanup workers in this process; 0 runs no cleanup here")
 	fs.IntVar(&c.batchSize, "cleanup-batch-size", d.BatchSize, "expired pastes per claimed batch")
 	fs.StringVar(&c.schedule, "cleanup-schedule", d.Schedule, `when cleanup runs start, UTC: a cron expression ("0 0 * * *": midnight) or "@every 1m"`)
@@ -42,6 +44,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.sweepSchedule, "sweep-schedule", d.SweepSchedule, `when the orphan sweeper runs, UTC (cron or "@every 6h"); empty: never`)
 	c.registerOrphanGrace(fs)
 	fs.Var(&c.tombstoneRetention, "tombstone-retention", "deleted pastes are remembered (410, idempotent deletes) this long")
+	fs.Var(&c.auditRetention, "audit-retention", `admin audit entries are kept this long, then purged by the cleanup run; "never" keeps them`)
 	c.registerPacing(fs, d.Pacing)
 }
 
@@ -93,7 +96,8 @@ func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg promet
 		Workers: c.workers, BatchSize: c.batchSize, Schedule: c.schedule, StuckAfter: time.Duration(c.stuckAfter),
 		WatchdogEvery: min(time.Minute, time.Duration(c.stuckAfter)/2), OutboxEvery: time.Duration(c.outboxEvery),
 		SweepSchedule: c.sweepSchedule, OrphanGrace: time.Duration(c.orphanGrace),
-		TombstoneRetention: time.Duration(c.tombstoneRetention), Host: host, Pacing: c.pacing,
+		TombstoneRetention: time.Duration(c.tombstoneRetention), AuditRetention: time.Duration(c.auditRetention),
+		Host: host, Pacing: c.pacing,
 	}
 	locks := expiry.Locks{
 		Claim: svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL)),
