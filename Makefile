@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test test-suites test-service test-tools fuzz build image lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
+.PHONY: run test test-suites test-service test-tools test-fuzz fuzz build image lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -37,8 +37,7 @@ test: lint
 	scripts/ensure-promtool.sh
 	scripts/services.sh test tool podman >/dev/null
 	scripts/services.sh test tool systemd-analyze >/dev/null
-	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites
-	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
+	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites test-fuzz
 
 # The API tests that create, read, delete and burn pastes, and the operators' actions (cleanup runs,
 # takedowns, blocks, the audit log, console sessions), run again through the pooler.
@@ -79,8 +78,13 @@ TEST_FUZZTIME ?= 4000x
 FUZZTIME ?= 100000x
 FUZZ     ?= .
 
+# FuzzRouter sends its requests through the whole server, so the fuzz targets run with the test
+# services up.
+test-fuzz:
+	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
+
 fuzz:
-	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) '$(FUZZ)'
+	scripts/with-services.sh test env GO=$(GO) scripts/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 bench:
 	scripts/with-services.sh test $(GO) test -run '^$$' -bench . -benchmem $(PKGS)

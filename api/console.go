@@ -32,7 +32,6 @@ type console struct {
 	idle      time.Duration // a session unused this long has ended
 	auth      *adminAuth
 	health    map[string]func(context.Context) error
-	origins   *http.CrossOriginProtection
 }
 
 // sessionCookie names the console's session cookie; sessionTTL is how long a session lasts at most,
@@ -52,13 +51,7 @@ func newConsole(cfg Config, deps Deps, ps *pasteService, auth *adminAuth) *conso
 	c := &console{
 		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, auth: auth,
 		idle: cmp.Or(cfg.ConsoleIdleTimeout, DefaultConsoleIdleTimeout), health: readinessChecks(deps),
-		origins: http.NewCrossOriginProtection(),
 	}
-	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a form posted from another
-	// site is refused before anything else, whatever cookie it carries.
-	c.origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.web.errorPage(w, r, errCrossSite.withDetail("This form was sent from another site. Use the console's own pages."))
-	}))
 	for _, name := range consolePages {
 		c.web.pages["admin-"+name] = template.Must(template.New(name).ParseFS(templateFS,
 			"templates/layout.html", "templates/admin_layout.html", "templates/admin_"+name+".html"))
@@ -94,17 +87,17 @@ func forConsole(r *http.Request) bool {
 	return mediaType == "application/x-www-form-urlencoded" || mediaType == "multipart/form-data"
 }
 
-// enabled answers that the console is off while no admin token is configured, and refuses forms
-// sent from other sites.
+// enabled answers that the console is off while no admin token is configured. Forms sent from
+// other sites never get here: the router refuses them (refuseCrossSite).
 func (c *console) enabled(next http.Handler) http.Handler {
-	return c.origins.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(c.tokenHash) == 0 {
 			c.web.errorPage(w, r, errAdminDisabled.withDetail("The console is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		next.ServeHTTP(w, r)
-	}))
+	})
 }
 
 // consoleSession is a signed-in browser: the secret its cookie holds, and who signed in.

@@ -28,12 +28,20 @@ type Config struct {
 	// ConsoleIdleTimeout ends a console session unused this long; 0: DefaultConsoleIdleTimeout.
 	ConsoleIdleTimeout time.Duration
 
-	CreateRate           Rate           // creates per client; the zero Rate turns the limit off
-	DeleteFailureRate    Rate           // wrong-token deletes per client; the zero Rate turns the limit off
-	AdminFailureRate     Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
-	RateKeyPrefix        string         // prefix of the rate limits' Redis keys
-	TrustedProxies       []netip.Prefix // peers whose X-Forwarded-For and X-Real-IP name the client
-	MaxConcurrentUploads int            // creates reading or storing a body at once; 0: no bound
+	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
+	DeleteFailureRate Rate           // wrong-token deletes per client; the zero Rate turns the limit off
+	AdminFailureRate  Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
+	RateKeyPrefix     string         // prefix of the rate limits' Redis keys
+	TrustedProxies    []netip.Prefix // peers whose ClientIPHeader names the client
+	// ClientIPHeader is the one header in which a trusted proxy names the client: X-Forwarded-For
+	// (the default, when empty) or a header of one address, such as X-Real-IP.
+	ClientIPHeader       string
+	MaxConcurrentUploads int // creates reading or storing a body at once; 0: no bound
+	// MaxUploadsPerClient is one client's share of those; 0: no share of its own.
+	MaxUploadsPerClient int
+	// MinUploadRate is the least a create's body must deliver in each window while it holds a slot;
+	// slower, it is cut off (408). The zero UploadRate asks nothing.
+	MinUploadRate UploadRate
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.

@@ -52,7 +52,10 @@ type limitsConfig struct {
 	deleteFailureRate rate
 	adminFailureRate  rate
 	trustedProxies    prefixList
+	clientIPHeader    headerName
 	maxUploads        int
+	maxClientUploads  int
+	minUploadRate     uploadRate
 	readHeaderTimeout duration
 	readTimeout       duration
 	writeTimeout      duration
@@ -64,15 +67,19 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		adminFailureRate: rate{Requests: 10, Window: time.Minute}, maxUploads: 16,
+		adminFailureRate: rate{Requests: 10, Window: time.Minute}, clientIPHeader: "X-Forwarded-For",
+		maxUploads: 16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
 		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
-	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
+	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.IntVar(&c.maxClientUploads, "max-uploads-per-client", c.maxClientUploads, "one client's share of those; past it the client's creates wait a second, then 429; 0 for no share of its own")
+	fs.Var(&c.minUploadRate, "min-upload-rate", `least a create's body must deliver in each window while it holds an upload slot, such as 4KiB/5s; slower is cut off (408); "off" for no minimum`)
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
 	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
 	fs.Var(&c.writeTimeout, "write-timeout", "longest time from the end of a request's headers to the end of the answer")
@@ -115,7 +122,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.consoleIdle, "console-idle-timeout", "a console session unused this long ends (it lasts 12 hours at most anyway)")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
-	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
+	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers and trusted as the site's own origin; empty: the scheme and host of each request")
 	fs.Var(&c.hstsMaxAge, "hsts-max-age", `max-age of Strict-Transport-Security on answers to requests that came over HTTPS; "off" for none`)
 	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
 	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
@@ -176,7 +183,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
-		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
+		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
+		MaxConcurrentUploads: cfg.limits.maxUploads, MaxUploadsPerClient: cfg.limits.maxClientUploads,
+		MinUploadRate:    api.UploadRate(cfg.limits.minUploadRate),
 		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
 		MaxHeaderBytes: int(cfg.limits.maxHeaderBytes),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
