@@ -44,9 +44,10 @@ type Option func(*pgxpool.Config, string) error
 // (pgbouncer's pool_mode=transaction), which may give each transaction another server connection.
 // A statement prepared on one of them would be unknown on the next, so every query then goes as one
 // round trip of the extended protocol with an unnamed statement (pgx's QueryExecModeExec), unless
-// the URL chose cache_describe or simple_protocol, which pgx also documents as safe there. The
-// store keeps no other session state: the only settings it changes are SET LOCAL, inside
-// transactions. Migrations take a session lock and need a direct URL.
+// the URL chose cache_describe, which pgx also documents as safe there. simple_protocol, safe there
+// too, is refused by Open anyway (see refuseSimpleProtocol). The store keeps no other session state:
+// the only settings it changes are SET LOCAL, inside transactions. Migrations take a session lock
+// and need a direct URL.
 func BehindTransactionPooler() Option {
 	return func(cfg *pgxpool.Config, url string) error {
 		mode := cfg.ConnConfig.DefaultQueryExecMode
@@ -57,11 +58,23 @@ func BehindTransactionPooler() Option {
 		case pgx.QueryExecModeExec, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeSimpleProtocol:
 		default:
 			return fmt.Errorf("query exec mode %q keeps statements on one server connection: "+
-				"behind a transaction pooler use exec, cache_describe or simple_protocol", mode)
+				"behind a transaction pooler use exec or cache_describe", mode)
 		}
 		cfg.ConnConfig.DefaultQueryExecMode = mode
 		return nil
 	}
+}
+
+// refuseSimpleProtocol refuses pgx's simple_protocol mode, behind a pooler or not: it sends every
+// parameter as a literal in the query text, so the generic plans that tombstone pins (store/release.go)
+// become custom plans over literal statuses and arrays, and a finishing transaction that takes
+// milliseconds takes hundreds.
+func refuseSimpleProtocol(cfg *pgxpool.Config) error {
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		return errors.New("query exec mode simple_protocol sends parameters as literals, which defeats the " +
+			"store's pinned generic plans: use exec, cache_describe or the default")
+	}
+	return nil
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -74,6 +87,9 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 		if err := o(cfg, url); err != nil {
 			return nil, err
 		}
+	}
+	if err := refuseSimpleProtocol(cfg); err != nil {
+		return nil, err
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgxpool's default (the CPU count, at least 4) starves pipelined cleanup workers, which hold
