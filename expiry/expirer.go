@@ -40,7 +40,7 @@ func DefaultConfig() Config {
 	return Config{
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
-		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour,
+		OrphanGrace: store.DefaultOrphanGrace, TombstoneRetention: 30 * 24 * time.Hour,
 		Pacing: Pacing{Mode: PacingAuto, MinRate: 1000, Target: 100 * time.Millisecond},
 	}
 }

@@ -151,7 +151,8 @@ type Backlog struct {
 	InProgress int64     // pastes claimed and not finished
 	Outbox     int64     // blobs waiting for deletion
 	// OutboxOldest is when the oldest blob in the outbox was queued; zero when it is empty. A blob
-	// S3 keeps refusing to delete stays there, while the count alone may look steady.
+	// S3 keeps refusing to delete stays there, while the count alone may look steady. An abandoned
+	// upload counts from the end of its hold (EnqueueAbandonedUploads), not while it is held.
 	OutboxOldest time.Time
 }
 
@@ -191,7 +192,8 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
 			       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
 			       (SELECT count(*) FROM blob_deletions),
-			       (SELECT min(enqueued_at) FROM blob_deletions)`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
+			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_deletions
+			        WHERE coalesce(not_before, enqueued_at) <= now())`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
 	})
 	if err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)

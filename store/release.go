@@ -66,7 +66,9 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 
 // releaseContentSQL takes counts[i] references off content row hashes[i]: a row left with none is
 // deleted and its blob queued in the outbox, due after $3; the others are decremented. Deleting
-// the rows that reach zero directly, rather than decrementing them first, writes each once.
+// the rows that reach zero directly, rather than decrementing them first, writes each once. A key
+// the outbox already holds back (an upload whose create failed, then committed after all, see
+// EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3.
 const releaseContentSQL = `
 	WITH r AS (
 		SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n)
@@ -75,7 +77,7 @@ const releaseContentSQL = `
 		RETURNING c.blob_key
 	), queued AS (
 		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed
-		ON CONFLICT (blob_key) DO NOTHING
+		ON CONFLICT (blob_key) DO UPDATE SET next_attempt = excluded.next_attempt, not_before = NULL
 		RETURNING blob_key
 	), decremented AS (
 		UPDATE content c SET ref_count = c.ref_count - r.n

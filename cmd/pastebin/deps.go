@@ -30,6 +30,7 @@ type connConfig struct {
 	embeddedS3Dir string
 	logFormat     string
 	logLevel      string
+	storeOptions  []store.Option // what the command sets up beyond the connection (serve: the orphan grace)
 }
 
 // register adds the flags of every connection and of logging.
@@ -92,9 +93,9 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 func (c *connConfig) openStore(ctx context.Context, logger *slog.Logger) (*store.Store, error) {
 	switch c.pooler {
 	case "":
-		return store.Open(ctx, c.databaseURL, logger)
+		return store.Open(ctx, c.databaseURL, logger, c.storeOptions...)
 	case "transaction":
-		return store.Open(ctx, c.databaseURL, logger, store.BehindTransactionPooler())
+		return store.Open(ctx, c.databaseURL, logger, append(c.storeOptions, store.BehindTransactionPooler())...)
 	}
 	return nil, fmt.Errorf("database pooler %q: want transaction, or empty", c.pooler)
 }
