@@ -254,7 +254,7 @@ func (s *Store) BurnPaste(ctx context.Context, code string) (Released, error) {
 		if err != nil {
 			return err
 		}
-		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, ReasonBurned, 0)
+		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, ReasonBurned, 0)
 		return err
 	})
 	return rel, err
@@ -313,7 +313,7 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed fun
 	case StatusDeleting:
 		return hash, Released{}, nil
 	}
-	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, reason, 0)
+	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, reason, 0)
 	rel.Reason = reason
 	return hash, rel, err
 }

@@ -180,7 +180,7 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	for i := range hashes {
 		hashes[i] = b.ContentHash
 	}
-	res.Released, err = tombstone(ctx, tx, codes, hashes, StatusLive, TakedownReason(b.Legal), 0)
+	res.Released, err = tombstone(ctx, tx, codes, hashes, live, TakedownReason(b.Legal), 0)
 	return res, err
 }
 
