@@ -28,6 +28,9 @@ type state struct {
 
 var (
 	live = state{statuses: []string{StatusLive}}
+	// liveOrClaimed is what an operator takes down: a paste cleanup has claimed is not gone yet, and
+	// the takedown's reason must be the one its readers see.
+	liveOrClaimed = state{statuses: []string{StatusLive, StatusDeleting}}
 )
 
 // claimed is the state of the rows of the claim made at at.
