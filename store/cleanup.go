@@ -17,7 +17,7 @@ type Claim struct {
 	Codes  []string
 	Hashes [][]byte
 	Last   time.Time
-	// At is the deletion_initiated_at the claim gave its rows (its transaction's start). A watchdog
+	// At is the deletion_initiated_at the claim gave its rows (markClaimedSQL). A watchdog
 	// reset clears it and a later claim of the same rows sets another, so the finish and the return
 	// of this claim, which match it, never touch a row that has become another worker's claim.
 	At time.Time
@@ -36,9 +36,11 @@ const lockExpiredSQL = `
 
 // markClaimedSQL moves the locked rows to DELETION_IN_PROGRESS by their ctid: a TID scan, where
 // short_code IN (...) hash-joins against a scan of the whole table. Locked rows cannot move before
-// the update, so their ctids hold.
+// the update, so their ctids hold. deletion_initiated_at, the claim's identity (Claim.At), is this
+// statement's start rather than its transaction's: a later claim of the same rows runs its statement
+// after the watchdog returned them, so after this one, whenever its transaction began.
 const markClaimedSQL = `
-	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = now()
+	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = statement_timestamp()
 	WHERE ctid = ANY ($1::tid[])
 	RETURNING short_code, content_hash, expires_at, deletion_initiated_at`
 
