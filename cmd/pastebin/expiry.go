@@ -80,7 +80,7 @@ func (r *pastesPerSecond) Set(v string) error {
 // registerOrphanGrace adds the grace period alone: the sweeper and fsck must agree on it.
 func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
 	c.orphanGrace = duration(expiry.DefaultConfig().OrphanGrace)
-	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this")
+	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this; the upload of a create that failed waits this long in the outbox")
 }
 
 // sweepLeaseTTL is how long a sweeper that died keeps others from sweeping; a live one refreshes it.
