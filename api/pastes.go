@@ -113,8 +113,11 @@ func (ps *pasteService) createWithUpload(ctx context.Context, np store.NewPaste,
 	}
 	p, err := ps.store.CreatePasteWithBlob(ctx, np, key)
 	if err != nil {
-		// No content row names the upload: queue it now rather than leave it to the orphan sweeper.
-		if qerr := ps.store.EnqueueBlobDeletions(context.WithoutCancel(ctx), []string{key}); qerr != nil {
+		// No content row names the upload, unless the create failed only in our eyes: a client that
+		// hangs up during the COMMIT cancels ctx, and the server commits all the same. So the upload
+		// is queued held back for the orphan grace period, never due now, rather than left to the
+		// orphan sweeper.
+		if qerr := ps.store.EnqueueAbandonedUploads(context.WithoutCancel(ctx), []string{key}); qerr != nil {
 			ps.logger.WarnContext(ctx, "abandoned upload left to the orphan sweeper", "blob_key", key, "err", qerr)
 		}
 	}

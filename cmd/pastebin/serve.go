@@ -18,6 +18,7 @@ import (
 	"pastebin"
 	"pastebin/api"
 	"pastebin/cache"
+	"pastebin/store"
 )
 
 // serveConfig is the configuration of `pastebin serve`.
@@ -154,6 +155,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, hurry, stop := notifyStop(ctx)
 	defer stop()
 
+	// Creates hold their abandoned uploads for the grace period the sweeper waits for too.
+	cfg.conn.storeOptions = append(cfg.conn.storeOptions, store.OrphanGrace(time.Duration(cfg.expiry.orphanGrace)))
 	svc, err := cfg.conn.open(ctx, logger)
 	if err != nil {
 		return err
