@@ -165,14 +165,14 @@ func TestBurnReaderHangsUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	w := httptest.NewRecorder()
-	api.NewServer(e.cfg, deps).ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/raw/"+p.code, nil))
+	api.NewServer(e.cfg, deps).ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodPost, "/raw/"+p.code, nil))
 	if w.Code != 499 {
 		t.Errorf("the reader who hung up: %d, want 499", w.Code)
 	}
-	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusOK || r.text() != "read once, by whoever stays" {
+	if r := e.do(e.request(http.MethodPost, "/raw/"+p.code, nil)); r.StatusCode != http.StatusOK || r.text() != "read once, by whoever stays" {
 		t.Errorf("the next reader: %d %q, want the paste", r.StatusCode, r.body)
 	}
-	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusGone {
+	if r := e.do(e.request(http.MethodPost, "/raw/"+p.code, nil)); r.StatusCode != http.StatusGone {
 		t.Errorf("after it: %d, want 410", r.StatusCode)
 	}
 }

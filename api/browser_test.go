@@ -207,6 +207,9 @@ func TestBrowserWithoutJavaScript(t *testing.T) {
 		t.Fatalf("opening the page of a burning paste showed or burned it")
 	}
 	b.screenshot("burn-confirm")
+	if action := eval[string](b, `document.querySelector("#burn-open").form.action`); action != e.srv.URL+"/"+burn.code {
+		t.Errorf("the button posts to %s, want the paste's own URL", action)
+	}
 	if status := b.load(chromedp.Click(chromedp.CSS("#burn-open"))); status != 200 || b.textContent("#code") != "read me once" {
 		t.Fatalf("confirming: %d, content %q", status, b.textContent("#code"))
 	}

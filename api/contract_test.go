@@ -35,7 +35,7 @@ func TestProblemTextIsNotHTMLEscaped(t *testing.T) {
 }
 
 // TestMethodNotAllowedSaysWhatIs: a 405 names the methods the route has in Allow (RFC 9110,
-// section 15.5.6), taken from the router itself.
+// section 15.5.6), taken from the router itself, HEAD wherever GET is.
 func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withAdmin(adminToken, 0))
@@ -47,29 +47,27 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 	}{
 		{http.MethodPatch, "/api/v1/pastes", nil, "POST"},
 		{http.MethodGet, "/api/v1/pastes", nil, "POST"},
-		// One segment is also /{code} (HEAD, DELETE) and /{name} (PUT): the router serves those too.
+		// One segment is also /{code} (HEAD, DELETE; POST for codes alone) and /{name} (PUT): the router serves those too.
 		{http.MethodPost, "/healthz", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPatch, "/readyz", nil, "GET, HEAD, PUT, DELETE"},
+		{http.MethodPatch, "/readyz", nil, "GET, HEAD, POST, PUT, DELETE"},
 		{http.MethodPost, "/metrics", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/openapi.yaml", nil, "GET, HEAD, PUT, DELETE"},
 		{http.MethodPost, "/problems", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodDelete, "/problems/gone", nil, "GET"},
-		{http.MethodPatch, "/", nil, "GET, POST"},
-		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPost, "/abcdefghijk", nil, "GET, HEAD, PUT, DELETE"},
-		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, DELETE"},
-		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD"},
+		{http.MethodDelete, "/problems/gone", nil, "GET, HEAD"},
+		{http.MethodPatch, "/", nil, "GET, HEAD, POST"},
+		{http.MethodPatch, "/abcdefghijk", nil, "GET, HEAD, POST, PUT, DELETE"},
+		{http.MethodPost, "/api/v1/pastes/abcdefghijk", nil, "GET, HEAD, DELETE"},
+		{http.MethodPut, "/raw/abcdefghijk", nil, "GET, HEAD, POST"},
 		{http.MethodGet, "/abcdefghijk/burn", nil, "POST"},
 		{http.MethodDelete, "/abcdefghijk/delete", nil, "POST"},
-		{http.MethodPost, "/static/0123/app.js", nil, "GET"},
+		{http.MethodPost, "/static/0123/app.js", nil, "GET, HEAD"},
 		{http.MethodGet, "/admin/cleanup", admin, "POST"},
-		{http.MethodDelete, "/admin/cleanup/runs", admin, "GET"},
-		{http.MethodPost, "/admin/cleanup/runs/7", admin, "GET"},
-		{http.MethodPut, "/admin/cleanup/backlog", admin, "GET"},
-		{http.MethodPatch, "/admin", nil, "GET"},
+		{http.MethodDelete, "/admin/cleanup/runs", admin, "GET, HEAD"},
+		{http.MethodPost, "/admin/cleanup/runs/7", admin, "GET, HEAD"},
+		{http.MethodPut, "/admin/cleanup/backlog", admin, "GET, HEAD"},
+		{http.MethodPatch, "/admin", nil, "GET, HEAD"},
 		{http.MethodGet, "/admin/sign-out", nil, "POST"},
-		{http.MethodDelete, "/admin/sign-in", nil, "GET, POST"},
-		{"BREW", "/problems/gone", nil, "GET"},
+		{http.MethodDelete, "/admin/sign-in", nil, "GET, HEAD, POST"},
 	} {
 		r := e.do(e.request(tt.method, tt.path, nil, tt.headers...))
 		if r.StatusCode != http.StatusMethodNotAllowed || r.Header.Get("Allow") != tt.allow ||
@@ -78,9 +76,11 @@ func TestMethodNotAllowedSaysWhatIs(t *testing.T) {
 				tt.method, tt.path, r.StatusCode, r.Header.Get("Allow"), r.Header.Get("Content-Type"), tt.allow)
 		}
 	}
-	// A method the router does not know, on a path it does not have either: nothing is there.
-	if r := e.do(e.request("BREW", "/no/such/route", nil)); r.StatusCode != http.StatusNotFound || r.Header.Get("Allow") != "" {
-		t.Errorf("BREW /no/such/route: got %d, Allow %q; want 404 and no Allow", r.StatusCode, r.Header.Get("Allow"))
+	// A method no route serves is not implemented, wherever it is sent (RFC 9110, section 15.6.2).
+	for _, path := range []string{"/problems/gone", "/no/such/route"} {
+		if r := e.do(e.request("BREW", path, nil)); r.StatusCode != http.StatusNotImplemented || r.Header.Get("Allow") != "" {
+			t.Errorf("BREW %s: got %d, Allow %q; want 501 and no Allow", path, r.StatusCode, r.Header.Get("Allow"))
+		}
 	}
 }
 

@@ -115,6 +115,9 @@ func writeCreated(w http.ResponseWriter, r *http.Request, u pasteURLs, c created
 	if c.replayed {
 		h.Set("Idempotent-Replayed", "true")
 	}
+	if r.URL.Path != "/api/v1/pastes" {
+		varyAccept(h) // text or JSON, by Accept
+	}
 	if r.URL.Path == "/api/v1/pastes" || wantsJSON(r) {
 		body := newPasteJSON(c.paste, u)
 		body.DeleteToken = c.token

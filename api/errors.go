@@ -55,6 +55,7 @@ func (p *problem) withRetryAfter(d time.Duration) *problem {
 var (
 	errNotFound         = &problem{status: http.StatusNotFound, name: "not-found", title: "No such paste"}
 	errGone             = &problem{status: http.StatusGone, name: "gone", title: "Paste expired or deleted"}
+	errBurnAfterReading = &problem{status: http.StatusConflict, name: "burn-after-reading", title: "Paste burns after reading"}
 	errForbidden        = &problem{status: http.StatusForbidden, name: "forbidden", title: "Wrong delete token"}
 	errUnauthorized     = &problem{status: http.StatusUnauthorized, name: "unauthorized", title: "Missing or malformed token"}
 	errWrongAdminToken  = &problem{status: http.StatusUnauthorized, name: "wrong-admin-token", title: "Wrong admin token"}
@@ -70,12 +71,14 @@ var (
 	errStorage          = &problem{status: http.StatusServiceUnavailable, name: "storage-unavailable", title: "Storage unavailable"}
 	errRouteNotFound    = &problem{status: http.StatusNotFound, name: "route-not-found", title: "No such route"}
 	errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed, name: "method-not-allowed", title: "Method not allowed"}
-	errInternal         = &problem{status: http.StatusInternalServerError, name: "internal", title: "Internal error"}
-	errAdminDisabled    = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
-	errCleanupDisabled  = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
-	errRunNotFound      = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
-	errRateLimited      = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
-	errBusy             = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
+	// errMethodNotImplemented answers a method that no route of the server serves (knownMethods).
+	errMethodNotImplemented = &problem{status: http.StatusNotImplemented, name: "method-not-implemented", title: "Method not implemented"}
+	errInternal             = &problem{status: http.StatusInternalServerError, name: "internal", title: "Internal error"}
+	errAdminDisabled        = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
+	errCleanupDisabled      = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
+	errRunNotFound          = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
+	errRateLimited          = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
+	errBusy                 = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
 	// errDeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
 	errDeleteUnconfirmed = &problem{status: http.StatusServiceUnavailable, name: "delete-unconfirmed", title: "Delete not confirmed yet"}
 	errHeadersTooLarge   = &problem{status: http.StatusRequestHeaderFieldsTooLarge, name: "headers-too-large", title: "Request headers too large"}
@@ -86,10 +89,10 @@ var (
 
 // problems lists every problem by name, for the /problems pages.
 var problems = []*problem{
-	errNotFound, errGone, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
+	errNotFound, errGone, errBurnAfterReading, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
 	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
 	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
-	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge,
+	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge, errMethodNotImplemented,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:
@@ -129,7 +132,7 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
 		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
 	}
-	logger.ErrorContext(r.Context(), "internal error", "route", routePattern(r), "method", r.Method, "err", err)
+	logger.ErrorContext(r.Context(), "internal error", "route", routePattern(r), "method", methodLabel(r), "err", err)
 	return errInternal.withDetail("internal error")
 }
 
@@ -174,6 +177,7 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 		RequestID: RequestID(r.Context()),
 	})
 	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Robots-Tag", "noindex")
 	h.Set("Content-Length", strconv.Itoa(body.Len()))
 	h.Set("Cache-Control", "no-store")
 	h.Del("ETag")
@@ -217,9 +221,10 @@ func handleProblemTypes() http.Handler {
 	})
 }
 
-// writeJSON answers v as JSON.
+// writeJSON answers v as JSON, which is for programs, not for search indexes.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Robots-Tag", "noindex")
 	w.WriteHeader(status)
 	encodeJSON(w, v)
 }

@@ -243,10 +243,17 @@ func (e *env) checkSpec(req *http.Request, resp *http.Response, body []byte) {
 	e.t.Helper()
 	route, params, err := e.spec.FindRoute(req)
 	if err != nil {
-		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-			return // a route the spec does not have, answered as such
+		switch resp.StatusCode {
+		case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+			return // a route or method the spec does not have, answered as such
 		}
 		e.t.Errorf("%s %s: not in openapi.yaml: %v", req.Method, req.URL.Path, err)
+		return
+	}
+	if req.Method == http.MethodHead { // ValidateResponse skips HEAD: its status must be documented still
+		if route.Operation.Responses.Status(resp.StatusCode) == nil || len(body) != 0 {
+			e.t.Errorf("HEAD %s → %d with %d bytes of body: openapi.yaml documents no such answer", req.URL.Path, resp.StatusCode, len(body))
+		}
 		return
 	}
 	in := &openapi3filter.ResponseValidationInput{

@@ -178,6 +178,10 @@ The answer is the paste's URL and, on a second line, its delete token:
 
 Options (query parameter or header): expires_in (10m, 1h, 1d, 1w, 30d, seconds` + neverNote(ps.cfg.Expiry) + `),
 burn=true (burn after reading), title, language, filename.
+
+A burn-after-reading paste is read once, with a POST; a GET never returns it:
+  curl -X POST ` + base + `<code>
+
 The whole API: ` + base + `openapi.yaml
 `))
 	})

@@ -157,8 +157,9 @@ func (l *logLife) createAndRead() {
 func (l *logLife) burnAndDelete() {
 	e := l.e
 	burned := l.curl(l.content("burned raw"), "?burn=true")
-	l.step(e.request(http.MethodGet, "/raw/"+burned, nil), http.StatusOK)
-	l.step(e.request(http.MethodGet, "/raw/"+burned, nil), http.StatusGone)
+	l.step(e.request(http.MethodGet, "/raw/"+burned, nil), http.StatusConflict)
+	l.step(e.request(http.MethodPost, "/raw/"+burned, nil), http.StatusOK)
+	l.step(e.request(http.MethodPost, "/raw/"+burned, nil), http.StatusGone)
 	onPage := l.curl(l.content("burned on its page"), "?burn=true")
 	l.step(e.request(http.MethodPost, "/"+onPage+"/burn", nil, "Accept", browserAccept), http.StatusOK)
 

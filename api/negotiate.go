@@ -75,3 +75,15 @@ func wantsJSON(r *http.Request) bool {
 func wantsHTML(r *http.Request) bool {
 	return negotiate(r, "text/plain", "text/html") == "text/html"
 }
+
+// varyAccept adds Accept to the Vary header of an answer chosen by it, once.
+func varyAccept(h http.Header) {
+	for _, v := range h.Values("Vary") {
+		for _, name := range strings.Split(v, ",") {
+			if n := strings.TrimSpace(name); n == "*" || strings.EqualFold(n, "Accept") {
+				return
+			}
+		}
+	}
+	h.Add("Vary", "Accept")
+}

@@ -62,7 +62,7 @@ func (ps *pasteService) create(ctx context.Context, in createInput, idem idempot
 		return createdPaste{}, err
 	}
 	fp := fingerprint(in, lifetime)
-	if idem != "" {
+	if !idem.none() {
 		if c, err := ps.replay(ctx, idem, fp); !errors.Is(err, errNoRecord) {
 			return c, err
 		}
@@ -93,7 +93,7 @@ func (ps *pasteService) newPaste(in createInput, lifetime time.Duration, idem id
 	if lifetime > 0 {
 		np.ExpiresAt = ps.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision
 	}
-	if idem != "" {
+	if !idem.none() {
 		sealed, err := idem.seal(token)
 		if err != nil {
 			return store.NewPaste{}, "", err
@@ -113,8 +113,11 @@ func (ps *pasteService) createWithUpload(ctx context.Context, np store.NewPaste,
 	}
 	p, err := ps.store.CreatePasteWithBlob(ctx, np, key)
 	if err != nil {
-		// No content row names the upload: queue it now rather than leave it to the orphan sweeper.
-		if qerr := ps.store.EnqueueBlobDeletions(context.WithoutCancel(ctx), []string{key}); qerr != nil {
+		// No content row names the upload, unless the create failed only in our eyes: a client that
+		// hangs up during the COMMIT cancels ctx, and the server commits all the same. So the upload
+		// is queued held back for the orphan grace period, never due now, rather than left to the
+		// orphan sweeper.
+		if qerr := ps.store.EnqueueAbandonedUploads(context.WithoutCancel(ctx), []string{key}); qerr != nil {
 			ps.logger.WarnContext(ctx, "abandoned upload left to the orphan sweeper", "blob_key", key, "err", qerr)
 		}
 	}
@@ -200,6 +203,25 @@ func (ps *pasteService) body(ctx context.Context, f found) (io.ReadCloser, error
 	}
 	ps.cache.Put(ctx, f.lookup, toCache(f.paste, data), ps.cfg.CacheTTL, ps.now())
 	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// errNothingToConsume says a paste has no views to take: any GET reads it, as often as it likes.
+var errNothingToConsume = errors.New("paste does not burn after reading")
+
+// consume takes a view of a paste whose reading takes it, and returns the paste and its bytes. Only
+// a POST consumes (README, Create): link previews, mail scanners and prefetchers send GETs on their
+// own, and a GET must not take what a person was sent. Burn after reading is one view, so the view
+// consume takes is the last, and burn decides which reader gets it.
+func (ps *pasteService) consume(ctx context.Context, code string) (store.Paste, []byte, error) {
+	f, err := ps.find(ctx, code)
+	if err != nil {
+		return store.Paste{}, nil, err
+	}
+	if !f.paste.BurnAfterRead {
+		return f.paste, nil, errNothingToConsume
+	}
+	data, err := ps.burn(ctx, f.paste)
+	return f.paste, data, err
 }
 
 // burn reads a burn-after-reading paste and takes it. The bytes are fetched first, while the paste

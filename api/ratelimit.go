@@ -37,6 +37,7 @@ type rateLimiter struct {
 	name       string
 	rate       Rate
 	redis      *redis_rate.Limiter // nil: counted in this process alone
+	rdb        redis.UniversalClient
 	keyPrefix  string
 	local      *lru.Cache[string, *rate.Limiter]
 	localUntil atomic.Int64 // Unix nanoseconds before which Redis is not asked
@@ -51,7 +52,7 @@ func newRateLimiter(name string, r Rate, cfg Config, deps Deps, logger *slog.Log
 	}
 	l := &rateLimiter{name: name, rate: r, local: local, keyPrefix: cfg.RateKeyPrefix + name + ":", logger: logger}
 	if deps.RateRedis != nil {
-		l.redis = redis_rate.NewLimiter(rateKeys{deps.RateRedis})
+		l.redis, l.rdb = redis_rate.NewLimiter(rateKeys{deps.RateRedis}), deps.RateRedis
 	}
 	return l
 }
@@ -120,6 +121,46 @@ func (l *rateLimiter) countLocally(key string, n int) verdict {
 	}
 	return v
 }
+
+// refund gives the client key back one request that allow took: an attempt that was counted
+// before it could be judged, and turned out not to count. It goes where allow counted (Redis, or
+// this process while Redis fails); a refund that fails leaves the request counted, which only errs
+// on the side of the limit.
+func (l *rateLimiter) refund(ctx context.Context, key string) {
+	if l.redis == nil || time.Now().UnixNano() < l.localUntil.Load() {
+		l.refundLocally(key)
+		return
+	}
+	err := refundScript.Run(context.WithoutCancel(ctx), l.rdb, []string{l.keyPrefix + key},
+		l.rate.Window.Seconds(), l.rate.Requests).Err()
+	if err != nil {
+		l.logger.WarnContext(ctx, "rate limit refund failed", "limit", l.name, "err", err)
+	}
+}
+
+func (l *rateLimiter) refundLocally(key string) {
+	if lim, ok := l.local.Get(key); ok {
+		lim.AllowN(time.Now(), -1) // capped at the burst again by the next count
+	}
+}
+
+// refundScript moves a client's GCRA time (redis_rate's value: seconds since 2017, by Redis's
+// clock) back by one request's interval. redis_rate's own AllowN cannot: with a negative cost it
+// writes only a time still in the future, so giving back the one request of a full allowance would
+// be lost. A time that falls to now or before means the allowance is whole: the key goes.
+var refundScript = redis.NewScript(`
+local tat = redis.call("GET", KEYS[1])
+if not tat then return 0 end
+local now = redis.call("TIME")
+now = (now[1] - 1483228800) + (now[2] / 1000000)
+local new_tat = tonumber(tat) - tonumber(ARGV[1]) / tonumber(ARGV[2])
+if new_tat <= now then
+  redis.call("DEL", KEYS[1])
+else
+  redis.call("SET", KEYS[1], new_tat, "EX", math.ceil(new_tat - now))
+end
+return 1
+`)
 
 // tokensTime is how long the allowance takes to earn back n requests.
 func (l *rateLimiter) tokensTime(n float64) time.Duration {

@@ -60,8 +60,22 @@ func handlePasteMeta(ps *pasteService) http.Handler {
 	})
 }
 
+// handlePasteText handles GET and HEAD (middleware.GetHead) of /raw/{code}, and of /{code} for
+// clients that do not ask for HTML. A HEAD is answered without reading S3.
+func handlePasteText(ps *pasteService) http.Handler {
+	get, head := handlePasteRaw(ps), handlePasteHead(ps)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			head.ServeHTTP(w, r)
+			return
+		}
+		get.ServeHTTP(w, r)
+	})
+}
+
 // handlePasteRaw handles GET /raw/{code}, and GET /{code} for clients that do not ask for HTML:
-// the bytes, always as plain text that no browser will run.
+// the bytes, always as plain text that no browser will run. A paste that burns after reading is
+// never read by a GET (handlePasteConsume).
 func handlePasteRaw(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
@@ -70,7 +84,7 @@ func handlePasteRaw(ps *pasteService) http.Handler {
 			return
 		}
 		if f.paste.BurnAfterRead {
-			ps.serveBurn(w, r, f.paste)
+			ps.writeError(w, r, ps.readWithPost(r, f.paste.Code))
 			return
 		}
 		setRawHeaders(w.Header(), r, f.paste)
@@ -91,34 +105,20 @@ func handlePasteRaw(ps *pasteService) http.Handler {
 	})
 }
 
-// serveBurn serves a burn-after-reading paste to the one reader that takes it.
-func (ps *pasteService) serveBurn(w http.ResponseWriter, r *http.Request, p store.Paste) {
-	data, err := ps.burn(r.Context(), p)
-	if err != nil {
-		ps.writeError(w, r, err)
-		return
-	}
-	setRawHeaders(w.Header(), r, p)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Del("ETag")
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	_, _ = w.Write(data)
-}
-
-// handlePasteHead handles HEAD on a paste: its size, type, ETag and expiry, never its bytes, so
-// it neither reads S3 nor burns a burn-after-reading paste.
+// handlePasteHead handles HEAD of the raw text: the headers handlePasteRaw would answer, found
+// without reading S3.
 func handlePasteHead(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		if err == nil && f.paste.BurnAfterRead {
+			err = ps.readWithPost(r, f.paste.Code)
+		}
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
 		setRawHeaders(w.Header(), r, f.paste)
-		if f.paste.BurnAfterRead {
-			w.Header().Set("Cache-Control", "no-store")
-			w.Header().Del("ETag")
-		} else if etagMatches(r, f.paste) {
+		if etagMatches(r, f.paste) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
@@ -132,6 +132,7 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("X-Robots-Tag", "noindex") // a public link is not an invitation to put the text in a search index
 	h.Set("ETag", etag(p))
 	// Revalidate on every use: a deleted paste must not live on in a browser cache (invariant 5).
 	h.Set("Cache-Control", "no-cache")

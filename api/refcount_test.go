@@ -144,22 +144,25 @@ func TestConcurrentCreateDelete(t *testing.T) {
 	storetest.Check(t, e.store.Pool(), blobtest.Keys(t, e.bucket)).Consistent(t)
 }
 
-// TestBurnAfterReadingRace lets 20 readers race for one burn-after-reading paste: exactly one gets it.
+// TestBurnAfterReadingRace lets 20 readers (POSTs) race for one burn-after-reading paste: exactly one gets it.
 func TestBurnAfterReadingRace(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	p := e.create("read me once", "?burn=true")
-	if r := e.do(e.request(http.MethodHead, "/raw/"+p.code, nil)); r.StatusCode != http.StatusOK {
-		t.Fatalf("HEAD: %d", r.StatusCode)
+	if r := e.do(e.request(http.MethodHead, "/raw/"+p.code, nil)); r.StatusCode != http.StatusConflict {
+		t.Fatalf("HEAD: %d, want 409", r.StatusCode)
+	}
+	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusConflict {
+		t.Fatalf("GET: %d, want 409", r.StatusCode)
 	}
 	if r := e.get("/api/v1/pastes/" + p.code); r.StatusCode != http.StatusOK {
-		t.Fatalf("metadata: %d; HEAD and metadata must not burn it", r.StatusCode)
+		t.Fatalf("metadata: %d; HEAD, GET and metadata must not burn it", r.StatusCode)
 	}
 	var wg sync.WaitGroup
 	var got, gone atomic.Int64
 	for i := 0; i < 20; i++ {
 		wg.Go(func() {
-			r := e.get("/raw/" + p.code)
+			r := e.do(e.request(http.MethodPost, "/raw/"+p.code, nil))
 			switch {
 			case r.StatusCode == http.StatusOK && r.text() == "read me once":
 				got.Add(1)
@@ -177,7 +180,7 @@ func TestBurnAfterReadingRace(t *testing.T) {
 	if got.Load() != 1 || gone.Load() != 19 {
 		t.Fatalf("%d readers got the content and %d got 410, want 1 and 19", got.Load(), gone.Load())
 	}
-	if r := e.get("/raw/" + p.code); r.StatusCode != http.StatusGone {
+	if r := e.do(e.request(http.MethodPost, "/"+p.code, nil)); r.StatusCode != http.StatusGone {
 		t.Errorf("a later read: %d, want 410", r.StatusCode)
 	}
 	storetest.Check(t, e.store.Pool(), blobtest.Keys(t, e.bucket)).Consistent(t)

@@ -3,28 +3,38 @@ package api
 import (
 	"cmp"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError))
+	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies, cfg.ClientIPHeader), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, strictTransport(cfg.HSTSMaxAge),
+		limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+		refuseUnknownMethods(ps.writeError), refuseCrossSite(cfg.BaseURL, http.HandlerFunc(ps.answerCrossSite)),
+		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own
+		// runs the GET handler, whose body net/http drops, so it answers exactly GET's headers.
+		middleware.GetHead)
 	notFound := func(w http.ResponseWriter, r *http.Request) {
 		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
 	}
 	r.NotFound(notFound)
-	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		allowed := allowedMethods(r, req)
-		if len(allowed) == 0 { // a method chi does not know, on a path nothing is at
+	refuse := func(w http.ResponseWriter, req *http.Request, detail string) {
+		allowed := slices.DeleteFunc(allowedMethods(r, req), func(m string) bool { return m == req.Method })
+		if len(allowed) == 0 { // nothing is served at this path at all
 			notFound(w, req)
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		ps.writeError(w, req, errMethodNotAllowed.withDetail(req.Method+" is not allowed on "+req.URL.Path+"."))
+		ps.writeError(w, req, errMethodNotAllowed.withDetail(detail))
+	}
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		refuse(w, req, req.Method+" is not allowed on "+req.URL.Path+".")
 	})
 
 	r.Method(http.MethodGet, "/healthz", handleHealthz())
@@ -41,19 +51,20 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r.Mount("/admin", adminRoutes(cfg, deps, ps))
 
 	r.Method(http.MethodGet, "/static/{hash}/{name}", handleStatic(ps, ps.web.assets))
-	r.Method(http.MethodGet, "/", either(wantsHTML, handleWebIndex(ps.web), handleUsage(ps)))
+	r.Method(http.MethodGet, "/", byAccept(handleWebIndex(ps.web), handleUsage(ps)))
 	creates := r.With(ps.limits.guardCreate(ps.writeError)) // per-client rate, then a bounded upload slot
 	creates.Method(http.MethodPost, "/", either(isWebForm, handleWebCreate(ps.web), handlePasteCreateCurl(ps)))
 	creates.Method(http.MethodPut, "/{name}", handlePasteCreateCurl(ps))
 	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(ps))
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(ps))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(ps))
-	r.Method(http.MethodGet, "/raw/{code}", handlePasteRaw(ps))
-	r.Method(http.MethodHead, "/raw/{code}", handlePasteHead(ps))
-	r.Method(http.MethodGet, "/{code}", either(wantsHTML, handleWebPaste(ps.web), handlePasteRaw(ps)))
-	r.Method(http.MethodHead, "/{code}", handlePasteHead(ps))
+	consume := handlePasteConsume(ps.web, refuse, fromPageButton)
+	r.Method(http.MethodGet, "/raw/{code}", handlePasteText(ps))
+	r.Method(http.MethodPost, "/raw/{code}", consume)
+	r.Method(http.MethodGet, "/{code}", byAccept(handleWebPaste(ps.web), handlePasteText(ps)))
+	r.Method(http.MethodPost, "/{code}", consume)
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(ps))
-	r.Method(http.MethodPost, "/{code}/burn", handleWebBurn(ps.web))
+	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(ps.web, refuse, alwaysPage))
 	r.Method(http.MethodPost, "/{code}/delete", handleWebDelete(ps.web))
 	return r
 }
@@ -85,9 +96,10 @@ func methodsAt(router chi.Routes, path string) []string {
 			return methodsAt(rt.SubRoutes, cmp.Or(rest, "/"))
 		}
 	}
+	matches := func(method string) bool { return router.Match(chi.NewRouteContext(), method, path) }
 	var allowed []string
 	for _, m := range routedMethods {
-		if router.Match(chi.NewRouteContext(), m, path) {
+		if matches(m) || m == http.MethodHead && matches(http.MethodGet) { // middleware.GetHead
 			allowed = append(allowed, m)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +21,15 @@ func either(is func(*http.Request) bool, yes, no http.Handler) http.Handler {
 			return
 		}
 		no.ServeHTTP(w, r)
+	})
+}
+
+// byAccept serves a browser asking for HTML the page and every other client the text. The answer
+// names Accept in Vary, so that a shared cache never hands one of them the other's answer.
+func byAccept(page, text http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		varyAccept(w.Header())
+		either(wantsHTML, page, text).ServeHTTP(w, r)
 	})
 }
 
@@ -102,47 +110,6 @@ func (web *webUI) content(r *http.Request, f found) (rendered, error) {
 		return rendered{}, fmt.Errorf("%w: %w", errBlobUnavailable, err)
 	}
 	return web.renders.page(f.paste, data), nil
-}
-
-// handleWebBurn handles POST /{code}/burn: the reader confirmed, so the paste is taken (the one
-// transaction of DESIGN.md decides which reader gets it) and shown. A paste the page cannot show
-// is downloaded instead, since after this nobody can fetch it again.
-func handleWebBurn(web *webUI) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ps := web.ps
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
-		if err != nil {
-			ps.writeError(w, r, err)
-			return
-		}
-		if !f.paste.BurnAfterRead {
-			http.Redirect(w, r, "/"+f.paste.Code, http.StatusSeeOther)
-			return
-		}
-		data, err := ps.burn(r.Context(), f.paste)
-		if err != nil {
-			ps.writeError(w, r, err)
-			return
-		}
-		v := web.newPasteView(r, f.paste)
-		v.Burned, v.RawAvailable, v.Deletable = true, false, false
-		v.Content = web.renders.once(data, f.paste.Language, f.paste.Filename)
-		if v.Content.Omitted != "" {
-			serveBurnedDownload(w, r, f.paste, data)
-			return
-		}
-		web.render(w, r, http.StatusOK, "paste", page{Title: v.PageTitle(), NoIndex: true, Data: v})
-	})
-}
-
-func serveBurnedDownload(w http.ResponseWriter, r *http.Request, p store.Paste, data []byte) {
-	setRawHeaders(w.Header(), r, p)
-	h := w.Header()
-	h.Set("Content-Disposition", attachment(p))
-	h.Set("Cache-Control", "no-store")
-	h.Del("ETag")
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	_, _ = w.Write(data)
 }
 
 // handleWebDelete handles POST /{code}/delete, the delete form of pages without JavaScript. The

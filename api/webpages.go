@@ -90,6 +90,7 @@ type errorData struct {
 	Detail  string
 	Hint    string
 	Back    string // the paste's page, when the error is a form on it to fill in again
+	Gone    string // the paste the error says is gone (404, 410, 451): the page's script forgets its token
 }
 
 // errorPage answers a problem as a page in the site's style: its status, a heading and what to do.
@@ -114,6 +115,9 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 	if p.name == errInternal.name {
 		d.Detail = "" // "internal error" says nothing the heading does not
 	}
+	if p.status == http.StatusNotFound || p.status == http.StatusGone || p.name == errLegalTakedown.name {
+		d.Gone = chi.URLParam(r, "code")
+	}
 	refusedForm := p.status == http.StatusBadRequest || p.status == http.StatusForbidden || p.status == http.StatusTooManyRequests
 	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && refusedForm {
 		d.Back = "/" + code
@@ -125,7 +129,13 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 // wantsPage reports whether an error should be answered as a page: the client is a browser asking
 // for HTML, and the path is not one of the JSON APIs, whose clients always get problem details.
 func wantsPage(r *http.Request) bool {
-	return !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/admin/") && wantsHTML(r)
+	return pageOrProblem(r) && wantsHTML(r)
+}
+
+// pageOrProblem reports whether an error at the request's path is a page or problem details by
+// the Accept header.
+func pageOrProblem(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, "/api/") && !strings.HasPrefix(r.URL.Path, "/admin/")
 }
 
 // expiryChoice is one option of the form's expiry menu.

@@ -115,7 +115,7 @@ func NewDirectDatabase(t testing.TB) string {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() { dropDatabase(t, admin, name) })
-	return withDatabase(admin, name)
+	return DatabaseURL(admin, name)
 }
 
 func dropDatabase(t testing.TB, admin, name string) {
@@ -154,7 +154,7 @@ func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, 
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", err
 	}
-	if err := migrate(ctx, withDatabase(admin, building)); err != nil {
+	if err := migrate(ctx, DatabaseURL(admin, building)); err != nil {
 		return "", fmt.Errorf("migrate template: %w", err)
 	}
 	// Renamed only once complete, so a crash halfway never leaves a half-migrated template.
@@ -186,7 +186,9 @@ func migrationsHash() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func withDatabase(dbURL, name string) string {
+// DatabaseURL is the URL of database name on the server of dbURL, with dbURL's user and settings:
+// the one way the tests, the benchmarks and the soak (tools/) name a database they created.
+func DatabaseURL(dbURL, name string) string {
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		panic(err)
