@@ -1,14 +1,12 @@
 package api
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,57 +18,6 @@ const maxAdminBody = 16 << 10
 
 // maxReason bounds an operator's reason, which the audit log keeps.
 const maxReason = 1000
-
-// takeDown runs an operator's takedown and what must follow its commit: every paste it took down
-// is marked gone in the cache before the answer (invariant 5), and the blob deleter is told. A
-// retry marks the paste again, with the reason it has, as a retried owner delete does.
-func (ps *pasteService) takeDown(ctx context.Context, t store.Takedown, by store.Actor) (store.TakedownResult, error) {
-	if !store.ValidShortCode(t.Code) {
-		return store.TakedownResult{}, store.ErrNotFound
-	}
-	res, err := ps.store.TakeDown(ctx, t, by)
-	if err != nil {
-		return res, err
-	}
-	if err := ps.releasedAll(ctx, res.Released, t.Legal); err != nil {
-		return res, err
-	}
-	if !res.TakenDown && (res.Reason == store.ReasonTakedown || res.Reason == store.ReasonLegal) {
-		return res, ps.markAllGone(ctx, []string{t.Code}, res.Reason)
-	}
-	return res, nil
-}
-
-// block blocks content for an operator, taking down its pastes when asked, as takeDown does.
-func (ps *pasteService) block(ctx context.Context, b store.Block, by store.Actor) (store.BlockResult, error) {
-	if b.ContentHash == nil && !store.ValidShortCode(b.Code) {
-		return store.BlockResult{}, store.ErrNotFound
-	}
-	res, err := ps.store.Block(ctx, b, by)
-	if err != nil {
-		return res, err
-	}
-	return res, ps.releasedAll(ctx, res.Released, b.Legal)
-}
-
-// releasedAll is released for the pastes of a takedown.
-func (ps *pasteService) releasedAll(ctx context.Context, rel store.Released, legal bool) error {
-	if len(rel.BlobKeys) > 0 && ps.freed != nil {
-		ps.freed()
-	}
-	return ps.markAllGone(ctx, rel.Codes, store.TakedownReason(legal))
-}
-
-// markAllGone marks pastes gone in the cache. Unconfirmed, the takedown is answered 503, as an
-// owner's delete is: another replica may still serve a cached copy until the retry marks it.
-func (ps *pasteService) markAllGone(ctx context.Context, codes []string, reason string) error {
-	if err := ps.cache.MarkAllGone(context.WithoutCancel(ctx), codes, reason); err != nil {
-		ps.logger.WarnContext(ctx, "takedown committed, cache not told", "pastes", len(codes), "err", err)
-		return errDeleteUnconfirmed.withDetail("The paste is taken down, but not every server knows yet. " +
-			"Send the same request again shortly.").withRetryAfter(5 * time.Second)
-	}
-	return nil
-}
 
 // takedownRequest is the body of DELETE /admin/pastes/{code}; its fields may come as query
 // parameters instead.
@@ -101,7 +48,7 @@ func handleAdminTakedown(ps *pasteService, by store.Actor) http.Handler {
 			return
 		}
 		code := chi.URLParam(r, "code")
-		res, err := ps.takeDown(r.Context(), store.Takedown{Code: code, Reason: req.Reason, Legal: req.Legal, Block: req.Block}, by)
+		res, err := ps.remover.TakeDown(r.Context(), store.Takedown{Code: code, Reason: req.Reason, Legal: req.Legal, Block: req.Block}, by)
 		if err != nil {
 			writeProblem(w, r, asProblem(r, ps.logger, err))
 			return
@@ -159,7 +106,7 @@ func handleAdminBlock(ps *pasteService, by store.Actor) http.Handler {
 		b, err := req.toBlock()
 		if err == nil {
 			var res store.BlockResult
-			if res, err = ps.block(r.Context(), b, by); err == nil {
+			if res, err = ps.remover.Block(r.Context(), b, by); err == nil {
 				status := http.StatusOK
 				if res.Added {
 					status = http.StatusCreated

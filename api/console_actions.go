@@ -41,7 +41,7 @@ func (c *console) handleTakedown() http.Handler {
 		}
 		var res store.TakedownResult
 		if err == nil {
-			res, err = c.ps.takeDown(r.Context(), t, sessionOf(r).actor)
+			res, err = c.ps.remover.TakeDown(r.Context(), t, sessionOf(r).actor)
 		}
 		if p := formProblem(r, c, err); p != nil {
 			v.Error = p.detail
@@ -129,7 +129,7 @@ func (c *console) handleBlock() http.Handler {
 		b, err := req.toBlock()
 		var res store.BlockResult
 		if err == nil {
-			res, err = c.ps.block(r.Context(), b, sessionOf(r).actor)
+			res, err = c.ps.remover.Block(r.Context(), b, sessionOf(r).actor)
 		}
 		if p := formProblem(r, c, err); p != nil {
 			v.Error = p.detail

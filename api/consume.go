@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -34,11 +35,12 @@ func handlePasteConsume(web *webUI, refuse refuseFunc, asPage func(http.Response
 			return
 		}
 		page := asPage(w, r)
-		p, data, err := ps.consume(r.Context(), code)
+		c, err := ps.consumer.Consume(r.Context(), code)
+		p, data := c.Paste, c.Content
 		switch {
-		case errors.Is(err, errNothingToConsume) && page:
+		case errors.Is(err, paste.ErrNothingToConsume) && page:
 			http.Redirect(w, r, "/"+p.Code, http.StatusSeeOther) // any GET of its page shows it
-		case errors.Is(err, errNothingToConsume):
+		case errors.Is(err, paste.ErrNothingToConsume):
 			refuse(w, r, "This paste does not burn after reading: a POST has nothing to take. Read it with GET.")
 		case err != nil:
 			ps.writeError(w, r, err)

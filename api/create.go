@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"pastebin/paste"
 )
 
 // multipartOverhead is room for boundaries and option fields around a paste of the maximum size.
@@ -89,45 +91,45 @@ func isBodyFault(err error) bool {
 	return isTooBig(err) || errors.As(err, &cut)
 }
 
-func (ps *pasteService) createAndAnswer(w http.ResponseWriter, r *http.Request, in createInput) {
+func (ps *pasteService) createAndAnswer(w http.ResponseWriter, r *http.Request, in paste.Input) {
 	idem, err := readIdempotencyKey(r)
 	if err != nil {
 		ps.writeError(w, r, err)
 		return
 	}
-	c, err := ps.create(r.Context(), in, idem)
+	c, err := ps.creator.Create(r.Context(), in, idem)
 	if err != nil {
 		ps.writeError(w, r, err)
 		return
 	}
-	writeCreated(w, r, ps.urls(r, c.paste.Code), c)
+	writeCreated(w, r, ps.urls(r, c.Paste.Code), c)
 }
 
 // writeCreated answers a create: 201, the page URL in Location, the token in a header, and a body in
 // the format the client asked for. Every create answers the same shape, whether or not the content
 // was stored before (dedup must not show).
-func writeCreated(w http.ResponseWriter, r *http.Request, u pasteURLs, c createdPaste) {
+func writeCreated(w http.ResponseWriter, r *http.Request, u pasteURLs, c paste.Created) {
 	h := w.Header()
 	h.Set("Location", u.Page)
-	h.Set("Paste-Delete-Token", c.token)
+	h.Set("Paste-Delete-Token", c.Token)
 	h.Set("Cache-Control", "no-store")
-	setExpiresHeader(h, c.paste.ExpiresAt)
-	if c.replayed {
+	setExpiresHeader(h, c.Paste.ExpiresAt)
+	if c.Replayed {
 		h.Set("Idempotent-Replayed", "true")
 	}
 	if r.URL.Path != "/api/v1/pastes" {
 		varyAccept(h) // text or JSON, by Accept
 	}
 	if r.URL.Path == "/api/v1/pastes" || wantsJSON(r) {
-		body := newPasteJSON(c.paste, u)
-		body.DeleteToken = c.token
+		body := newPasteJSON(c.Paste, u)
+		body.DeleteToken = c.Token
 		body.DeleteURL = u.API
 		writeJSON(w, http.StatusCreated, body)
 		return
 	}
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)
-	_, _ = w.Write([]byte(u.Page + "\n" + c.token + "\n"))
+	_, _ = w.Write([]byte(u.Page + "\n" + c.Token + "\n"))
 }
 
 func setExpiresHeader(h http.Header, expires time.Time) {

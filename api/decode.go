@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+
+	"pastebin/paste"
 )
 
 // Limits on the small create options.
@@ -46,20 +48,20 @@ func readContent(r io.Reader, max int64) ([]byte, []byte, error) {
 
 // decodeCurlCreate reads a create from curl and the like: a raw body (--data-binary, -T) or a
 // multipart form (-F file=@x), with options as query parameters, headers or form fields.
-func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
-	in := createInput{filename: pathParam(r, "name")}
+func decodeCurlCreate(r *http.Request, max int64) (paste.Input, error) {
+	in := paste.Input{Filename: pathParam(r, "name")}
 	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
-		return createInput{}, err
+		return paste.Input{}, err
 	}
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var err error
 	if mediaType == "multipart/form-data" {
 		err = decodeMultipart(r, params["boundary"], max, &in)
 	} else {
-		in.content, in.hash, err = readContent(r.Body, max)
+		in.Content, in.Hash, err = readContent(r.Body, max)
 	}
 	if err != nil {
-		return createInput{}, asPasteLimit(err, max)
+		return paste.Input{}, asPasteLimit(err, max)
 	}
 	return in, validateOptions(&in)
 }
@@ -121,23 +123,23 @@ func queryAndHeaderOptions(r *http.Request) map[string]string {
 	return opts
 }
 
-func applyOptions(in *createInput, opts map[string]string) error {
+func applyOptions(in *paste.Input, opts map[string]string) error {
 	for name, v := range opts {
 		switch name {
 		case "expires_in":
-			in.expiresIn = v
+			in.ExpiresIn = v
 		case "burn", "burn_after_read":
 			b, err := parseBool(v)
 			if err != nil {
 				return err
 			}
-			in.burn = b
+			in.Burn = b
 		case "title":
-			in.title = v
+			in.Title = v
 		case "language":
-			in.language = v
+			in.Language = v
 		case "filename":
-			in.filename = v
+			in.Filename = v
 		}
 	}
 	return nil
@@ -155,7 +157,7 @@ func parseBool(v string) (bool, error) {
 
 // decodeMultipart streams the form: the "file" part (or else the "content" field) is the paste, and
 // the other known fields are options. Nothing but the content may be large.
-func decodeMultipart(r *http.Request, boundary string, max int64, in *createInput) error {
+func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Input) error {
 	if boundary == "" {
 		return errBadRequest.withDetail("multipart/form-data without a boundary.")
 	}
@@ -177,11 +179,11 @@ func decodeMultipart(r *http.Request, boundary string, max int64, in *createInpu
 	if content == nil {
 		return errEmpty.withDetail(`The form has no "file" part and no "content" field, or they are empty.`)
 	}
-	in.content, in.hash = content, hash
+	in.Content, in.Hash = content, hash
 	return applyOptions(in, opts)
 }
 
-func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]string, content, hash *[]byte) error {
+func readPart(part *multipart.Part, max int64, in *paste.Input, opts map[string]string, content, hash *[]byte) error {
 	defer part.Close()
 	switch name := part.FormName(); name {
 	case "file", "content":
@@ -194,8 +196,8 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 		}
 		if c != nil {
 			*content, *hash = c, h
-			if name == "file" && in.filename == "" {
-				in.filename = part.FileName()
+			if name == "file" && in.Filename == "" {
+				in.Filename = part.FileName()
 			}
 		}
 	case "expires_in", "burn", "burn_after_read", "title", "language", "filename":
@@ -236,10 +238,10 @@ type jsonCreate struct {
 
 // decodeJSONCreate reads a JSON create. The body may be larger than the paste limit, since JSON
 // escapes text, but the content itself may not.
-func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
+func decodeJSONCreate(r *http.Request, max int64) (paste.Input, error) {
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "application/json" {
-		return createInput{}, errMediaType.withDetail("Send the paste as application/json.")
+		return paste.Input{}, errMediaType.withDetail("Send the paste as application/json.")
 	}
 	var body jsonCreate
 	dec := json.NewDecoder(r.Body)
@@ -250,9 +252,9 @@ func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
 	}
 	if err != nil {
 		if isBodyFault(err) {
-			return createInput{}, asPasteLimit(err, max)
+			return paste.Input{}, asPasteLimit(err, max)
 		}
-		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
+		return paste.Input{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
 	}
 	return jsonInput(body, max)
 }
@@ -270,22 +272,22 @@ func jsonEnd(dec *json.Decoder) error {
 	return err
 }
 
-func jsonInput(body jsonCreate, max int64) (createInput, error) {
+func jsonInput(body jsonCreate, max int64) (paste.Input, error) {
 	if body.Content == nil || *body.Content == "" {
-		return createInput{}, errEmpty.withDetail(`The "content" field is missing or empty.`)
+		return paste.Input{}, errEmpty.withDetail(`The "content" field is missing or empty.`)
 	}
 	if int64(len(*body.Content)) > max {
-		return createInput{}, &http.MaxBytesError{Limit: max}
+		return paste.Input{}, &http.MaxBytesError{Limit: max}
 	}
 	expiresIn, err := jsonExpiresIn(body.ExpiresIn)
 	if err != nil {
-		return createInput{}, err
+		return paste.Input{}, err
 	}
 	content := []byte(*body.Content)
 	h := sha256.Sum256(content)
-	in := createInput{
-		content: content, hash: h[:], title: body.Title, language: body.Language,
-		filename: body.Filename, burn: body.BurnAfterRead, expiresIn: expiresIn,
+	in := paste.Input{
+		Content: content, Hash: h[:], Title: body.Title, Language: body.Language,
+		Filename: body.Filename, Burn: body.BurnAfterRead, ExpiresIn: expiresIn,
 	}
 	return in, validateOptions(&in)
 }
@@ -310,17 +312,17 @@ func jsonExpiresIn(raw json.RawMessage) (string, error) {
 }
 
 // validateOptions checks and tidies the small options shown back to readers.
-func validateOptions(in *createInput) error {
-	in.title = strings.TrimSpace(in.title)
-	in.language = strings.ToLower(strings.TrimSpace(in.language))
-	in.filename = strings.TrimSpace(in.filename)
+func validateOptions(in *paste.Input) error {
+	in.Title = strings.TrimSpace(in.Title)
+	in.Language = strings.ToLower(strings.TrimSpace(in.Language))
+	in.Filename = strings.TrimSpace(in.Filename)
 	switch {
-	case !printable(in.title) || utf8.RuneCountInString(in.title) > maxTitleLen:
+	case !printable(in.Title) || utf8.RuneCountInString(in.Title) > maxTitleLen:
 		return errBadRequest.withDetail("title must be printable text of at most 200 characters.")
-	case len(in.language) > maxLanguageLen || strings.ContainsFunc(in.language, notLanguageRune):
+	case len(in.Language) > maxLanguageLen || strings.ContainsFunc(in.Language, notLanguageRune):
 		return errBadRequest.withDetail("language must be a short name such as go, python or c++.")
-	case !printable(in.filename) || len(in.filename) > maxFilenameLen || strings.ContainsAny(in.filename, `/\"`) ||
-		in.filename == "." || in.filename == "..": // a download under such a name would be a folder
+	case !printable(in.Filename) || len(in.Filename) > maxFilenameLen || strings.ContainsAny(in.Filename, `/\"`) ||
+		in.Filename == "." || in.Filename == "..": // a download under such a name would be a folder
 		return errBadRequest.withDetail("filename must be a plain file name of at most 255 bytes.")
 	}
 	return nil

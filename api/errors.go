@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -102,9 +103,17 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 	var tooBig *http.MaxBytesError
 	var gone *store.GoneError
 	var cut *bodyError
+	var expiry *paste.ExpiryError
+	var unconfirmed *paste.UnconfirmedError
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &expiry):
+		return errBadExpiry.withDetail(expiry.Detail)
+	case errors.Is(err, paste.ErrKeyReused):
+		return errKeyReused.withDetail("This Idempotency-Key was already used for a different request.")
+	case errors.As(err, &unconfirmed):
+		return unconfirmedProblem(unconfirmed)
 	case errors.As(err, &gone):
 		return goneProblem(gone.Reason)
 	case errors.Is(err, store.ErrBlocked):
@@ -128,7 +137,7 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		logger.WarnContext(r.Context(), "client went away", "route", routePattern(r), "err", err)
 		return errClientGone.withDetail("The connection closed before the answer.")
-	case errors.Is(err, errBlobUnavailable):
+	case errors.Is(err, paste.ErrBlobUnavailable):
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
 		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
 	}
@@ -147,8 +156,15 @@ func goneDetail(reason string) string {
 	}
 }
 
-// errBlobUnavailable wraps failures of S3 writes and reads, which clients see as 503.
-var errBlobUnavailable = errors.New("blob store unavailable")
+// unconfirmedProblem answers a removal that committed while the cache could not be told: the
+// client sends the same request again, which marks the pastes again (paste.Remover).
+func unconfirmedProblem(e *paste.UnconfirmedError) *problem {
+	detail := "The paste is deleted, but not every server knows yet. Send the same request again shortly; it answers 204 once they do."
+	if e.Takedown {
+		detail = "The paste is taken down, but not every server knows yet. Send the same request again shortly."
+	}
+	return errDeleteUnconfirmed.withDetail(detail).withRetryAfter(5 * time.Second)
+}
 
 // problemBody is the RFC 9457 JSON shape.
 type problemBody struct {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"pastebin/paste"
 )
 
 // handleHealthz answers while the process is alive.
@@ -187,7 +189,7 @@ The whole API: ` + base + `openapi.yaml
 	})
 }
 
-func neverNote(p ExpiryPolicy) string {
+func neverNote(p paste.ExpiryPolicy) string {
 	if p.AllowNever {
 		return ", never"
 	}

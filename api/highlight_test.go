@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/alecthomas/chroma/v2/lexers"
+
+	"pastebin/paste"
 )
 
 func TestLanguageChoicesHaveLexers(t *testing.T) {
@@ -15,7 +17,7 @@ func TestLanguageChoicesHaveLexers(t *testing.T) {
 		if lexers.Get(c.Value) == nil {
 			t.Errorf("the form offers %q, which chroma does not know", c.Value)
 		}
-		in := createInput{language: c.Value}
+		in := paste.Input{Language: c.Value}
 		if err := validateOptions(&in); err != nil {
 			t.Errorf("the form offers %q, which the API refuses: %v", c.Value, err)
 		}

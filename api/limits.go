@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/paste"
 )
 
 // limits are the guards against abuse: per-client rates of creates and of failed deletes, and
@@ -107,7 +109,7 @@ func (f *failureLimiter) failed(ctx context.Context) {
 func rateLimited(rate Rate, what string, retry time.Duration) *problem {
 	retry = max(retry, time.Second)
 	return errRateLimited.withDetail(fmt.Sprintf("Too many %s from your address: at most %d every %s. Try again in %d seconds.",
-		what, rate.Requests, formatDuration(rate.Window), retrySeconds(retry))).withRetryAfter(retry)
+		what, rate.Requests, paste.FormatDuration(rate.Window), retrySeconds(retry))).withRetryAfter(retry)
 }
 
 // clientCtxKey is the context key of the client's address.

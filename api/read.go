@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/text/unicode/norm"
 
+	"pastebin/paste"
 	"pastebin/redact"
 	"pastebin/store"
 )
@@ -50,13 +51,13 @@ func newPasteJSON(p store.Paste, u pasteURLs) pasteJSON {
 // handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never burns a paste.
 func handlePasteMeta(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		f, err := ps.reader.Find(r.Context(), chi.URLParam(r, "code"))
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
-		writeJSON(w, http.StatusOK, newPasteJSON(f.paste, ps.urls(r, f.paste.Code)))
+		writeJSON(w, http.StatusOK, newPasteJSON(f.Paste, ps.urls(r, f.Paste.Code)))
 	})
 }
 
@@ -78,29 +79,29 @@ func handlePasteText(ps *pasteService) http.Handler {
 // never read by a GET (handlePasteConsume).
 func handlePasteRaw(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		f, err := ps.reader.Find(r.Context(), chi.URLParam(r, "code"))
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
-		if f.paste.BurnAfterRead {
-			ps.writeError(w, r, ps.readWithPost(r, f.paste.Code))
+		if f.Paste.BurnAfterRead {
+			ps.writeError(w, r, ps.readWithPost(r, f.Paste.Code))
 			return
 		}
-		setRawHeaders(w.Header(), r, f.paste)
-		if etagMatches(r, f.paste) {
+		setRawHeaders(w.Header(), r, f.Paste)
+		if etagMatches(r, f.Paste) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		body, err := ps.body(r.Context(), f)
+		body, err := ps.reader.Body(r.Context(), f)
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
 		defer body.Close()
-		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
 		if _, err := io.Copy(w, body); err != nil {
-			ps.logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.paste.Code), "err", err)
+			ps.logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.Paste.Code), "err", err)
 		}
 	})
 }
@@ -109,20 +110,20 @@ func handlePasteRaw(ps *pasteService) http.Handler {
 // without reading S3.
 func handlePasteHead(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
-		if err == nil && f.paste.BurnAfterRead {
-			err = ps.readWithPost(r, f.paste.Code)
+		f, err := ps.reader.Find(r.Context(), chi.URLParam(r, "code"))
+		if err == nil && f.Paste.BurnAfterRead {
+			err = ps.readWithPost(r, f.Paste.Code)
 		}
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
-		setRawHeaders(w.Header(), r, f.paste)
-		if etagMatches(r, f.paste) {
+		setRawHeaders(w.Header(), r, f.Paste)
+		if etagMatches(r, f.Paste) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
 		w.WriteHeader(http.StatusOK)
 	})
 }
@@ -200,7 +201,7 @@ func etagMatches(r *http.Request, p store.Paste) bool {
 func handlePasteDelete(ps *pasteService) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
-		if !ok || len(token) != tokenLength {
+		if !ok || len(token) != paste.TokenLength {
 			ps.writeError(w, r, errUnauthorized.withDetail("Send the paste's delete token as Authorization: Bearer <token>."))
 			return
 		}

@@ -13,6 +13,7 @@ import (
 
 	"pastebin/blob"
 	"pastebin/cache"
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -20,7 +21,7 @@ import (
 type Config struct {
 	BaseURL        string // public URL of the service; empty: the scheme and host each request came to
 	MaxPasteBytes  int64
-	Expiry         ExpiryPolicy
+	Expiry         paste.ExpiryPolicy
 	CacheTTL       time.Duration // longest time a paste stays in Redis
 	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
 	OpenAPISpec    []byte        // served at /openapi.yaml
@@ -42,9 +43,9 @@ type Config struct {
 	// MinUploadRate is the least a create's body must deliver in each window while it holds a slot;
 	// slower, it is cut off (408). The zero UploadRate asks nothing.
 	MinUploadRate        UploadRate
-	RenderCacheBytes     int64       // paste pages' rendered content kept in memory; 0: none
-	MaxConcurrentRenders int         // paste contents rendered at once; 0: half the processors, at least one
-	DedupTiming          DedupTiming // how a create of stored content hides that it was; "": DedupPad
+	RenderCacheBytes     int64             // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int               // paste contents rendered at once; 0: half the processors, at least one
+	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.
@@ -80,9 +81,13 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		now = time.Now
 	}
 	deps.Logger = slog.New(LogHandler(deps.Logger.Handler())) // every line of a request names it
+	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache,
+		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, now, deps.Registry)
+	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
 	ps := &pasteService{
-		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
-		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry), uploadTimes: newUploadTimes(),
+		creator: paste.NewCreator(deps.Store, deps.Bucket, paste.CreateConfig{Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming}, now, deps.Logger),
+		reader:  reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
+		store: deps.Store, logger: deps.Logger, cfg: cfg, now: now,
 	}
 	ps.web = newWebUI(ps, newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, deps.Registry))
 	ps.limits = newLimits(cfg, deps, ps)

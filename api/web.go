@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -78,13 +79,13 @@ func handleWebPaste(web *webUI) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ps := web.ps
 		code := chi.URLParam(r, "code")
-		f, err := ps.find(r.Context(), code) // 404 and 410 exactly as the raw route (invariants 4, 5)
+		f, err := ps.reader.Find(r.Context(), code) // 404 and 410 exactly as the raw route (invariants 4, 5)
 		if err != nil {
 			ps.writeError(w, r, err)
 			return
 		}
-		v := web.newPasteView(r, f.paste)
-		if f.paste.BurnAfterRead {
+		v := web.newPasteView(r, f.Paste)
+		if f.Paste.BurnAfterRead {
 			v.Interstitial, v.RawAvailable = true, false
 		} else if v.Content, err = web.content(r, f); err != nil {
 			ps.writeError(w, r, err)
@@ -96,20 +97,20 @@ func handleWebPaste(web *webUI) http.Handler {
 }
 
 // content reads and renders a paste that does not burn; a paste too big to show is not even read.
-func (web *webUI) content(r *http.Request, f found) (rendered, error) {
-	if f.paste.Size > maxShownBytes {
+func (web *webUI) content(r *http.Request, f paste.Found) (rendered, error) {
+	if f.Paste.Size > maxShownBytes {
 		return tooLargeToShow, nil
 	}
-	body, err := web.ps.body(r.Context(), f)
+	body, err := web.ps.reader.Body(r.Context(), f)
 	if err != nil {
 		return rendered{}, err
 	}
 	defer body.Close()
 	data, err := io.ReadAll(body)
 	if err != nil {
-		return rendered{}, fmt.Errorf("%w: %w", errBlobUnavailable, err)
+		return rendered{}, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
 	}
-	return web.renders.page(f.paste, data), nil
+	return web.renders.page(f.Paste, data), nil
 }
 
 // handleWebDelete handles POST /{code}/delete, the delete form of pages without JavaScript. The
@@ -120,7 +121,7 @@ func handleWebDelete(web *webUI) http.Handler {
 		ps := web.ps
 		r.Body = http.MaxBytesReader(w, r.Body, maxFieldBytes)
 		token := strings.TrimSpace(r.PostFormValue("token"))
-		if len(token) != tokenLength {
+		if len(token) != paste.TokenLength {
 			ps.writeError(w, r, errBadRequest.withDetail("Enter the delete token you were given when the paste was created."))
 			return
 		}
@@ -154,7 +155,7 @@ func takeTokenCookie(w http.ResponseWriter, r *http.Request, code string) string
 		return ""
 	}
 	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Path: "/" + code, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	if len(c.Value) != tokenLength {
+	if len(c.Value) != paste.TokenLength {
 		return ""
 	}
 	return c.Value

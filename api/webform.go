@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+
+	"pastebin/paste"
 )
 
 // isWebForm reports whether a POST / is the browser's create form: a form body from a client that
@@ -35,28 +37,28 @@ func handleWebCreate(web *webUI) http.Handler {
 			web.formError(w, r, in, err)
 			return
 		}
-		c, err := ps.create(r.Context(), in, idempotencyKey{})
+		c, err := ps.creator.Create(r.Context(), in, paste.IdempotencyKey{})
 		if err != nil {
 			web.formError(w, r, in, err)
 			return
 		}
-		web.setTokenCookie(w, r, c.paste.Code, c.token)
+		web.setTokenCookie(w, r, c.Paste.Code, c.Token)
 		w.Header().Set("Cache-Control", "no-store")
-		http.Redirect(w, r, "/"+c.paste.Code, http.StatusSeeOther)
+		http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther)
 	})
 }
 
 // formError shows the form again, filled in, with what to correct; errors that are not the
 // person's to correct get the error page.
-func (web *webUI) formError(w http.ResponseWriter, r *http.Request, in createInput, err error) {
+func (web *webUI) formError(w http.ResponseWriter, r *http.Request, in paste.Input, err error) {
 	p := asProblem(r, web.ps.logger, err)
 	if p.status != http.StatusBadRequest {
 		web.errorPage(w, r, p)
 		return
 	}
 	v := formValues{
-		Content: string(in.content), Title: in.title, Language: in.language, Filename: in.filename,
-		ExpiresIn: in.expiresIn, Burn: in.burn,
+		Content: string(in.Content), Title: in.Title, Language: in.Language, Filename: in.Filename,
+		ExpiresIn: in.ExpiresIn, Burn: in.Burn,
 	}
 	web.renderForm(w, r, p.status, v, p.detail)
 }
@@ -66,9 +68,9 @@ var webFormFields = []string{"expires_in", "burn", "title", "language", "filenam
 
 // decodeWebForm reads the create form, multipart (the page's own form, which can carry a file) or
 // urlencoded. Even on error it returns what it read, so the form can be shown again filled in.
-func decodeWebForm(r *http.Request, max int64) (createInput, error) {
+func decodeWebForm(r *http.Request, max int64) (paste.Input, error) {
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	var in createInput
+	var in paste.Input
 	var file []byte
 	opts := map[string]string{}
 	var err error
@@ -82,20 +84,20 @@ func decodeWebForm(r *http.Request, max int64) (createInput, error) {
 	}
 	if file != nil { // a chosen file wins over the text area, and names the paste unless one was typed
 		sum := sha256.Sum256(file)
-		in.content, in.hash = file, sum[:]
+		in.Content, in.Hash = file, sum[:]
 	}
 	if err != nil {
 		return in, asPasteLimit(err, max)
 	}
-	if len(in.content) == 0 {
+	if len(in.Content) == 0 {
 		return in, errEmpty.withDetail("Write or paste some text, or choose a file.")
 	}
 	return in, validateOptions(&in)
 }
 
 // readWebMultipart streams the form's parts. It returns the chosen file's bytes, if any; the text
-// area goes to in.content.
-func readWebMultipart(r *http.Request, boundary string, max int64, in *createInput, opts map[string]string) ([]byte, error) {
+// area goes to in.Content.
+func readWebMultipart(r *http.Request, boundary string, max int64, in *paste.Input, opts map[string]string) ([]byte, error) {
 	if boundary == "" {
 		return nil, errBadRequest.withDetail("multipart/form-data without a boundary.")
 	}
@@ -138,7 +140,7 @@ func readWebFile(part *multipart.Part, max int64, opts map[string]string) ([]byt
 	return data, nil
 }
 
-func readWebText(part *multipart.Part, max int64, in *createInput) error {
+func readWebText(part *multipart.Part, max int64, in *paste.Input) error {
 	data, _, err := readContent(part, max)
 	if err != nil && !errors.Is(err, errEmpty) {
 		return asMultipartError(err)
@@ -164,7 +166,7 @@ func readWebField(part *multipart.Part, name string, opts map[string]string) err
 	return nil
 }
 
-func readWebURLEncoded(r *http.Request, max int64, in *createInput, opts map[string]string) error {
+func readWebURLEncoded(r *http.Request, max int64, in *paste.Input, opts map[string]string) error {
 	if err := r.ParseForm(); err != nil {
 		if isBodyFault(err) {
 			return err // decodeWebForm names the paste limit
@@ -190,10 +192,10 @@ func copyFields(form url.Values, opts map[string]string) {
 
 // setText takes the text area's content. Browsers send every line break of a text area as CRLF,
 // whatever was typed or pasted, so the line breaks are put back to what the page showed.
-func setText(in *createInput, data []byte) {
+func setText(in *paste.Input, data []byte) {
 	data = bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n"))
 	sum := sha256.Sum256(data)
-	in.content, in.hash = data, sum[:]
+	in.Content, in.Hash = data, sum[:]
 }
 
 // formValues are the create form's fields, to show the form again as it was sent.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"pastebin/paste"
 )
 
 // templateFS holds the pages' templates: layout.html around one page each.
@@ -146,7 +148,7 @@ type expiryChoice struct {
 
 // expiryChoices are the API's usual lifetimes that the policy allows, "never" if it allows that,
 // and the default, which is preselected, wherever it falls among them.
-func expiryChoices(p ExpiryPolicy) []expiryChoice {
+func expiryChoices(p paste.ExpiryPolicy) []expiryChoice {
 	var ds []time.Duration
 	for _, d := range []time.Duration{10 * time.Minute, time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour} {
 		if p.Max <= 0 || d <= p.Max {
@@ -159,7 +161,7 @@ func expiryChoices(p ExpiryPolicy) []expiryChoice {
 	}
 	out := make([]expiryChoice, 0, len(ds)+1)
 	for _, d := range ds {
-		out = append(out, expiryChoice{Value: formatDuration(d), Label: humanDuration(d), Default: d == p.Default})
+		out = append(out, expiryChoice{Value: paste.FormatDuration(d), Label: humanDuration(d), Default: d == p.Default})
 	}
 	if p.AllowNever {
 		out = append(out, expiryChoice{Value: "never", Label: "Never", Default: p.Default == 0})

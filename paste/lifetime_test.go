@@ -1,4 +1,4 @@
-package api
+package paste
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestParseExpiresIn(t *testing.T) {
+func TestExpiryPolicyLifetime(t *testing.T) {
 	day := 24 * time.Hour
 	policy := ExpiryPolicy{Default: 7 * day, Max: 30 * day}
 	withNever := ExpiryPolicy{Default: 0, Max: 365 * day, AllowNever: true}
@@ -39,13 +39,13 @@ func TestParseExpiresIn(t *testing.T) {
 		{"9223372036854775807", policy, 0, true},
 	}
 	for _, tt := range tests {
-		got, err := tt.policy.parseExpiresIn(tt.in)
-		var p *problem
+		got, err := tt.policy.Lifetime(tt.in)
+		var e *ExpiryError
 		switch {
-		case tt.bad && (err == nil || !errors.As(err, &p) || p.name != "invalid-expiry"):
-			t.Errorf("parseExpiresIn(%q) = %v, %v; want an invalid-expiry problem", tt.in, got, err)
+		case tt.bad && (err == nil || !errors.As(err, &e) || e.Detail == ""):
+			t.Errorf("Lifetime(%q) = %v, %v; want an *ExpiryError that says why", tt.in, got, err)
 		case !tt.bad && (err != nil || got != tt.want):
-			t.Errorf("parseExpiresIn(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			t.Errorf("Lifetime(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
 		}
 	}
 }

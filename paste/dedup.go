@@ -1,4 +1,4 @@
-package api
+package paste
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // DedupTiming is how a create of content that is already stored hides that it was: the dedup fast
-// path (DESIGN.md, Create) skips the upload, and would otherwise answer sooner than a create of new
+// path (docs/design.md, "Create") skips the upload, and would otherwise answer sooner than a create of new
 // content, telling its client that someone stored the same bytes before.
 type DedupTiming string
 
@@ -42,30 +42,30 @@ func ParseDedupTiming(s string) (DedupTiming, error) {
 }
 
 // storePaste stores np, whose bytes are content, by the dedup fast path or by an upload, so that
-// its client cannot tell which by when the answer comes (ps.cfg.DedupTiming). The time an upload
-// takes is counted from the same moment as the fast path's, start, so that the fast path's wait
-// and a real upload span the same steps.
-func (ps *pasteService) storePaste(ctx context.Context, np store.NewPaste, content []byte) (store.Paste, error) {
+// its client cannot tell which by when the answer comes (CreateConfig.DedupTiming). The time an
+// upload takes is counted from the same moment as the fast path's, start, so that the fast path's
+// wait and a real upload span the same steps.
+func (c *Creator) storePaste(ctx context.Context, np store.NewPaste, content []byte) (store.Paste, error) {
 	start := time.Now()
-	pad := ps.cfg.DedupTiming != DedupOff
-	if pad && !ps.uploadTimes.ready(len(content)) {
-		return ps.timedUpload(ctx, start, np, content)
+	pad := c.cfg.DedupTiming != DedupOff
+	if pad && !c.uploadTimes.ready(len(content)) {
+		return c.timedUpload(ctx, start, np, content)
 	}
-	p, err := ps.store.CreatePasteShared(ctx, np)
+	p, err := c.store.CreatePasteShared(ctx, np)
 	if errors.Is(err, store.ErrNoContent) {
-		return ps.timedUpload(ctx, start, np, content)
+		return c.timedUpload(ctx, start, np, content)
 	}
 	if err == nil && pad {
-		ps.uploadTimes.waitAsUpload(ctx, start, len(content))
+		c.uploadTimes.waitAsUpload(ctx, start, len(content))
 	}
 	return p, err
 }
 
 // timedUpload uploads and creates, and keeps how long that took since start for the fast path to draw.
-func (ps *pasteService) timedUpload(ctx context.Context, start time.Time, np store.NewPaste, content []byte) (store.Paste, error) {
-	p, err := ps.createWithUpload(ctx, np, content)
+func (c *Creator) timedUpload(ctx context.Context, start time.Time, np store.NewPaste, content []byte) (store.Paste, error) {
+	p, err := c.createWithUpload(ctx, np, content)
 	if err == nil {
-		ps.uploadTimes.record(len(content), time.Since(start))
+		c.uploadTimes.record(len(content), time.Since(start))
 	}
 	return p, err
 }

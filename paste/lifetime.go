@@ -1,4 +1,4 @@
-package api
+package paste
 
 import (
 	"errors"
@@ -20,29 +20,29 @@ var expiryUnits = map[string]time.Duration{
 	"d": 24 * time.Hour, "w": 7 * 24 * time.Hour,
 }
 
-// parseExpiresIn reads an expires_in value: "never", a number of seconds ("3600"), a number with a
-// unit ("10m", "1h", "1d", "1w", "30d"), or a Go duration ("1h30m"). An empty value means the
-// policy's default. It returns 0 for "never".
-func (p ExpiryPolicy) parseExpiresIn(v string) (time.Duration, error) {
+// Lifetime reads an expires_in value: "never", a number of seconds ("3600"), a number with a unit
+// ("10m", "1h", "1d", "1w", "30d"), or a Go duration ("1h30m"). An empty value means the policy's
+// default. It returns 0 for "never", and an *ExpiryError for what the policy does not allow.
+func (p ExpiryPolicy) Lifetime(v string) (time.Duration, error) {
 	v = strings.ToLower(strings.TrimSpace(v))
 	if v == "" {
 		return p.Default, nil
 	}
 	if v == "never" {
 		if !p.AllowNever {
-			return 0, errBadExpiry.withDetail(`"never" is not allowed here; the longest expiry is ` + formatDuration(p.Max) + ".")
+			return 0, &ExpiryError{`"never" is not allowed here; the longest expiry is ` + FormatDuration(p.Max) + "."}
 		}
 		return 0, nil
 	}
 	d, ok := parseLifetime(v)
 	if !ok {
-		return 0, errBadExpiry.withDetail(`expires_in must be "never", a number of seconds, or a number with a unit (s, m, h, d, w), such as 10m, 1h, 1d, 1w or 30d.`)
+		return 0, &ExpiryError{`expires_in must be "never", a number of seconds, or a number with a unit (s, m, h, d, w), such as 10m, 1h, 1d, 1w or 30d.`}
 	}
 	if d < time.Second {
-		return 0, errBadExpiry.withDetail("expires_in must be at least one second.")
+		return 0, &ExpiryError{"expires_in must be at least one second."}
 	}
 	if p.Max > 0 && d > p.Max {
-		return 0, errBadExpiry.withDetail("expires_in is longer than the maximum of " + formatDuration(p.Max) + ".")
+		return 0, &ExpiryError{"expires_in is longer than the maximum of " + FormatDuration(p.Max) + "."}
 	}
 	return d, nil
 }
@@ -61,13 +61,13 @@ func ParseLifetime(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// maxLifetime is the longest lifetime anything reads: far past any sensible expiry, and far from
+// MaxLifetime is the longest lifetime anything reads: far past any sensible expiry, and far from
 // time.Duration's overflow at 292 years.
-const maxLifetime = 100 * 365 * 24 * time.Hour
+const MaxLifetime = 100 * 365 * 24 * time.Hour
 
 func parseLifetime(v string) (time.Duration, bool) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 || n > int64(maxLifetime/time.Second) {
+		if n <= 0 || n > int64(MaxLifetime/time.Second) {
 			return 0, false
 		}
 		return time.Duration(n) * time.Second, true
@@ -76,7 +76,7 @@ func parseLifetime(v string) (time.Duration, bool) {
 	if i > 0 {
 		if unit, ok := expiryUnits[v[i:]]; ok {
 			n, err := strconv.ParseInt(v[:i], 10, 64)
-			if err != nil || n <= 0 || n > int64(maxLifetime/unit) {
+			if err != nil || n <= 0 || n > int64(MaxLifetime/unit) {
 				return 0, false
 			}
 			return time.Duration(n) * unit, true
@@ -85,7 +85,7 @@ func parseLifetime(v string) (time.Duration, bool) {
 	// Capped like the forms above, or "876001h0m" would be read but written back as "876001h",
 	// which they refuse.
 	d, err := time.ParseDuration(v)
-	return d, err == nil && d > 0 && d <= maxLifetime
+	return d, err == nil && d > 0 && d <= MaxLifetime
 }
 
 // FormatLifetime writes d the way expires_in and the settings read it: the largest whole unit
@@ -94,11 +94,11 @@ func FormatLifetime(d time.Duration) string {
 	if d == 0 {
 		return "never"
 	}
-	return formatDuration(d)
+	return FormatDuration(d)
 }
 
-// formatDuration writes d the way expires_in reads it, in the largest whole unit.
-func formatDuration(d time.Duration) string {
+// FormatDuration writes d the way expires_in reads it, in the largest whole unit.
+func FormatDuration(d time.Duration) string {
 	for _, u := range []struct {
 		suffix string
 		unit   time.Duration
