@@ -43,7 +43,7 @@ func (e *env) timedCreate(content string) time.Duration {
 
 // A create of content already stored does not answer sooner than an upload would have: no earlier
 // than the uploads this process timed, which through a slow S3 all took at least twice its delay
-// (less the quarter a wait may aim early by, api/dedup.go). Lower bounds only: a slow machine makes
+// (less the quarter a wait may aim early by, paste/dedup.go). Lower bounds only: a slow machine makes
 // the answers later, never earlier.
 func TestCreateOfStoredContentAnswersAsLateAsAnUpload(t *testing.T) {
 	t.Parallel()

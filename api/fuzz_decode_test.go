@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
 
+	"pastebin/api/problem"
 	"pastebin/paste"
 )
 
@@ -214,7 +215,7 @@ func checkJSONFields(t *testing.T, content []byte, fields []string) {
 }
 
 // sentInput is what a create with these content and option fields (title, language, filename,
-// expires_in, burn) means, tidied as validateOptions documents.
+// expires_in, burn) means, tidied as paste.Input.Tidy documents.
 func sentInput(content []byte, fields []string) paste.Input {
 	sum := sha256.Sum256(content)
 	in := paste.Input{
@@ -227,7 +228,7 @@ func sentInput(content []byte, fields []string) paste.Input {
 
 // wellFormed reports whether in is a create the decoders must accept.
 func wellFormed(in paste.Input) bool {
-	return validateOptions(&in) == nil && len(in.Content) > 0 && len(in.Content) <= fuzzMax
+	return in.Tidy() == nil && len(in.Content) > 0 && len(in.Content) <= fuzzMax
 }
 
 // FuzzDecodeWebForm feeds the browser's create form, multipart or urlencoded, to its decoder.
@@ -278,9 +279,9 @@ func checkClientError(t *testing.T, err error) {
 	if errors.As(err, &tooBig) && tooBig.Limit != fuzzMax {
 		t.Errorf("413 names a limit of %d bytes, want the paste limit %d", tooBig.Limit, fuzzMax)
 	}
-	p := asProblem(httptest.NewRequest(http.MethodPost, "/", nil), slog.New(slog.DiscardHandler), err)
-	if p.status < 400 || p.status > 499 || p.detail == "" {
-		t.Errorf("bad input answered %d %s %q (from %v), want a 4xx problem with a detail", p.status, p.name, p.detail, err)
+	p := problem.From(httptest.NewRequest(http.MethodPost, "/", nil), slog.New(slog.DiscardHandler), err)
+	if p.Status < 400 || p.Status > 499 || p.Detail == "" {
+		t.Errorf("bad input answered %d %s %q (from %v), want a 4xx problem with a detail", p.Status, p.Name, p.Detail, err)
 	}
 }
 
@@ -295,7 +296,7 @@ func checkDecoded(t *testing.T, in paste.Input) {
 	}
 	// Accepted options are already tidy: validating them again changes nothing.
 	again := in
-	if err := validateOptions(&again); err != nil {
+	if err := again.Tidy(); err != nil {
 		t.Errorf("accepted options that do not validate: %v", err)
 	}
 	if again.Title != in.Title || again.Language != in.Language || again.Filename != in.Filename {

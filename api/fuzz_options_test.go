@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"pastebin/api/problem"
+	"pastebin/api/request"
 	"pastebin/paste"
 	"pastebin/store"
 )
@@ -88,13 +89,16 @@ func FuzzIdempotencyHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		r := httptest.NewRequest(http.MethodPost, "/", nil)
 		r.RemoteAddr = "192.0.2.1:1234"
-		r = r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, "192.0.2.1"))
 		r.Header.Set("Idempotency-Key", header)
-		k, err := readIdempotencyKey(r)
+		var k paste.IdempotencyKey
+		var err error
+		request.IdentifyClients(nil, "")(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			k, err = readIdempotencyKey(r)
+		})).ServeHTTP(httptest.NewRecorder(), r)
 		switch {
 		case err != nil:
 			checkClientError(t, err)
-			if !errors.Is(err, errBadIdempotency) || header == "" || wellFormedKey(header) {
+			if !errors.Is(err, problem.BadIdempotency) || header == "" || wellFormedKey(header) {
 				t.Errorf("Idempotency-Key %q refused with %v", header, err)
 			}
 		case k.Key != header || header != "" && !wellFormedKey(header):

@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 
+	"pastebin/api/problem"
+	"pastebin/api/request"
 	"pastebin/paste"
 )
 
@@ -15,12 +17,12 @@ func readIdempotencyKey(r *http.Request) (paste.IdempotencyKey, error) {
 		return paste.IdempotencyKey{}, nil
 	}
 	if len(k) < 16 || len(k) > 255 {
-		return paste.IdempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
+		return paste.IdempotencyKey{}, problem.BadIdempotency.WithDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x21 || k[i] > 0x7e {
-			return paste.IdempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be printable ASCII without spaces.")
+			return paste.IdempotencyKey{}, problem.BadIdempotency.WithDetail("Idempotency-Key must be printable ASCII without spaces.")
 		}
 	}
-	return paste.IdempotencyKey{Key: k, Client: rateKey(r.Context())}, nil
+	return paste.IdempotencyKey{Key: k, Client: request.ClientKey(r.Context())}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"pastebin"
 	"pastebin/api"
+	"pastebin/api/admin"
 	"pastebin/cache"
 	"pastebin/paste"
 	"pastebin/store"
@@ -121,7 +122,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
 		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
-		consoleIdle: duration(api.DefaultConsoleIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
+		consoleIdle: duration(admin.DefaultIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)

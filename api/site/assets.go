@@ -1,4 +1,4 @@
-package api
+package site
 
 import (
 	"crypto/sha256"
@@ -10,10 +10,12 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
+
+	"pastebin/api/problem"
 )
 
-// staticFS holds the stylesheets, scripts and icons of the web pages. Every one is served by the
-// binary itself: the pages fetch nothing from anywhere else.
+// staticFS holds the stylesheets, scripts and icons of the layout. Every static file is served by
+// the binary itself: the pages fetch nothing from anywhere else.
 //
 //go:embed static
 var staticFS embed.FS
@@ -29,24 +31,32 @@ type asset struct {
 // assets are the static files by name.
 type assets map[string]asset
 
-// newAssets reads the embedded static files and adds generated ones (the highlighting styles).
-func newAssets(generated map[string][]byte) assets {
+// newAssets holds the site's own static files and those of files.
+func newAssets(files ...map[string][]byte) assets {
 	a := assets{}
-	entries, err := fs.ReadDir(staticFS, "static")
+	for _, set := range append([]map[string][]byte{Files(staticFS, "static")}, files...) {
+		for name, body := range set {
+			a.add(name, body)
+		}
+	}
+	return a
+}
+
+// Files reads the files of dir in fsys by name: a package's embedded static files, for New.
+func Files(fsys fs.FS, dir string) map[string][]byte {
+	entries, err := fs.ReadDir(fsys, dir)
 	if err != nil {
 		panic("embedded static files: " + err.Error()) // only a broken build gets here
 	}
+	files := map[string][]byte{}
 	for _, e := range entries {
-		body, err := fs.ReadFile(staticFS, "static/"+e.Name())
+		body, err := fs.ReadFile(fsys, dir+"/"+e.Name())
 		if err != nil {
 			panic("embedded static files: " + err.Error())
 		}
-		a.add(e.Name(), body)
+		files[e.Name()] = body
 	}
-	for name, body := range generated {
-		a.add(name, body)
-	}
-	return a
+	return files
 }
 
 func (a assets) add(name string, body []byte) {
@@ -76,13 +86,13 @@ func (a assets) url(name string) string {
 	return "/static/" + f.hash + "/" + name
 }
 
-// handleStatic handles GET /static/{hash}/{name}. Only the current hash answers: an old one would
+// HandleStatic handles GET /static/{hash}/{name}. Only the current hash answers: an old one would
 // otherwise be cached for a year under content it does not name.
-func handleStatic(ps *pasteService, a assets) http.Handler {
+func (s *Site) HandleStatic() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, ok := a[chi.URLParam(r, "name")]
+		f, ok := s.assets[chi.URLParam(r, "name")]
 		if !ok || f.hash != chi.URLParam(r, "hash") {
-			ps.writeError(w, r, errRouteNotFound.withDetail("There is no such file."))
+			s.Error(w, r, problem.RouteNotFound.WithDetail("There is no such file."))
 			return
 		}
 		h := w.Header()

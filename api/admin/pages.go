@@ -1,4 +1,4 @@
-package api
+package admin
 
 import (
 	"context"
@@ -9,11 +9,16 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"pastebin/api/problem"
+	"pastebin/api/request"
+	"pastebin/api/site"
 	"pastebin/store"
 )
 
-// consoleView is what every console page shows around its own content.
-type consoleView struct {
+// The console's sign-in page and its pages of cleanup: the overview, the runs, one run.
+
+// view is what every console page shows around its own content.
+type view struct {
 	Section string // the current page's link in the navigation
 	CSRF    string // the session's form token; empty when nobody is signed in
 	Actor   string
@@ -23,38 +28,38 @@ type consoleView struct {
 }
 
 // SignedIn reports whether the page is a signed-in operator's.
-func (v consoleView) SignedIn() bool { return v.CSRF != "" }
+func (v view) SignedIn() bool { return v.CSRF != "" }
 
-func (c *console) view(r *http.Request, section string) consoleView {
+func (c *Console) view(r *http.Request, section string) view {
 	s := sessionOf(r)
 	if s.secret == nil {
-		return consoleView{Section: section}
+		return view{Section: section}
 	}
-	return consoleView{Section: section, CSRF: s.csrf(), Actor: s.actor.Name}
+	return view{Section: section, CSRF: s.csrf(), Actor: s.actor.Name}
 }
 
 // render answers a console page in the site's layout.
-func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	c.web.render(w, r, status, "admin-"+name, page{Title: title + " · console", NoIndex: true, Data: data})
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	c.site.Render(w, r, status, c.pages[name], site.Page{Title: title + " · console", NoIndex: true, Data: data})
 }
 
 // failed shows an error that is not the operator's to correct on the form as an error page.
-func (c *console) failed(w http.ResponseWriter, r *http.Request, err error) {
-	c.web.errorPage(w, r, asProblem(r, c.ps.logger, err))
+func (c *Console) failed(w http.ResponseWriter, r *http.Request, err error) {
+	c.site.ErrorPage(w, r, c.site.Problem(r, err))
 }
 
 type signInView struct {
-	consoleView
+	view
 	Next string
 }
 
-func (c *console) renderSignIn(w http.ResponseWriter, r *http.Request, status int, next, problem string) {
-	v := signInView{consoleView: consoleView{Section: "sign-in", Error: problem}, Next: next}
+func (c *Console) renderSignIn(w http.ResponseWriter, r *http.Request, status int, next, problem string) {
+	v := signInView{view: view{Section: "sign-in", Error: problem}, Next: next}
 	c.render(w, r, status, "signin", "Sign in", v)
 }
 
-// handleSignInPage handles GET /admin/sign-in.
-func (c *console) handleSignInPage() http.Handler {
+// HandleSignInPage handles GET /admin/sign-in.
+func HandleSignInPage(c *Console) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next := safeNext(r.URL.Query().Get("next"))
 		if _, err := c.session(r); err == nil {
@@ -66,7 +71,7 @@ func (c *console) handleSignInPage() http.Handler {
 }
 
 type overviewView struct {
-	consoleView
+	view
 	Backlog  store.Backlog
 	Health   []healthItem
 	Runs     []runView
@@ -75,17 +80,20 @@ type overviewView struct {
 	Observed time.Time
 }
 
-// handleOverview handles GET /admin: the backlog, the health of the services, and the last runs.
-func (c *console) handleOverview() http.Handler {
+// Health checks the services a replica needs: "ok" or why not, by name (postgres, redis, s3).
+type Health func(context.Context) map[string]string
+
+// HandleOverviewPage handles GET /admin: the backlog, the health of the services, and the last runs.
+func HandleOverviewPage(c *Console, s *store.Store, health Health, cleanup CleanupRunner) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		v := overviewView{consoleView: c.view(r, "overview"), Health: c.checkHealth(ctx), CanRun: c.canRun(), Observed: time.Now()}
+		v := overviewView{view: c.view(r, "overview"), Health: healthItems(health(ctx)), CanRun: canRun(cleanup), Observed: time.Now()}
 		var err error
-		if v.Backlog, err = c.ps.store.Backlog(ctx); err != nil {
+		if v.Backlog, err = s.Backlog(ctx); err != nil {
 			c.failed(w, r, err)
 			return
 		}
-		runs, err := c.ps.store.Runs(ctx, 20)
+		runs, err := s.Runs(ctx, 20)
 		if err != nil {
 			c.failed(w, r, err)
 			return
@@ -115,8 +123,7 @@ type healthItem struct {
 	OK           bool
 }
 
-func (c *console) checkHealth(ctx context.Context) []healthItem {
-	checks := checkReadiness(ctx, c.health)
+func healthItems(checks map[string]string) []healthItem {
 	var out []healthItem
 	for _, name := range []string{"postgres", "redis", "s3"} {
 		out = append(out, healthItem{Name: name, Status: checks[name], OK: checks[name] == "ok"})
@@ -124,7 +131,7 @@ func (c *console) checkHealth(ctx context.Context) []healthItem {
 	return out
 }
 
-func (c *console) canRun() bool { return c.cleanup != nil && c.cleanup.Workers() > 0 }
+func canRun(cleanup CleanupRunner) bool { return cleanup != nil && cleanup.Workers() > 0 }
 
 // recentCleanup is what the runs since a moment did, and at what rate.
 type recentCleanup struct {
@@ -181,71 +188,76 @@ func (v runView) Started() string { return v.StartedAt.UTC().Format("2006-01-02 
 func (v runView) Live() bool { return v.Status == "running" }
 
 type runsView struct {
-	consoleView
+	view
 	Runs   []runView
 	CanRun bool
 }
 
-// handleRunsPage handles GET /admin/runs: the latest runs of every replica.
-func (c *console) handleRunsPage() http.Handler {
+// HandleRunsPage handles GET /admin/runs: the latest runs of every replica.
+func HandleRunsPage(c *Console, s *store.Store, cleanup CleanupRunner) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		runs, err := c.ps.store.Runs(r.Context(), 50)
+		runs, err := s.Runs(r.Context(), 50)
 		if err != nil {
 			c.failed(w, r, err)
 			return
 		}
-		c.render(w, r, http.StatusOK, "runs", "Cleanup runs", runsView{consoleView: c.view(r, "runs"), Runs: runViews(runs), CanRun: c.canRun()})
+		c.render(w, r, http.StatusOK, "runs", "Cleanup runs", runsView{view: c.view(r, "runs"), Runs: runViews(runs), CanRun: canRun(cleanup)})
 	})
 }
 
-// handleRunStart handles POST /admin/runs, the "run cleanup now" button: the run's page follows.
-func (c *console) handleRunStart() http.Handler {
+// HandleRunStart handles POST /admin/runs, the "run cleanup now" button: the run's page follows.
+func HandleRunStart(c *Console, cleanup CleanupRunner) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !c.canRun() {
-			c.web.errorPage(w, r, errCleanupDisabled.withDetail("This process runs no cleanup workers (PASTEBIN_CLEANUP_WORKERS=0)."))
+		if !canRun(cleanup) {
+			c.site.ErrorPage(w, r, problem.CleanupDisabled.WithDetail("This process runs no cleanup workers (PASTEBIN_CLEANUP_WORKERS=0)."))
 			return
 		}
-		run, err := startCleanup(r.Context(), c.ps, c.cleanup, sessionOf(r).actor)
+		id, err := cleanup.Start("admin", &store.AuditRecord{Actor: sessionOf(r).actor, Action: store.ActionCleanup})
 		if err != nil {
 			c.failed(w, r, err)
 			return
 		}
-		http.Redirect(w, r, "/admin/runs/"+strconv.FormatInt(run.ID, 10), http.StatusSeeOther)
+		http.Redirect(w, r, "/admin/runs/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
 	})
 }
 
 type runPageView struct {
-	consoleView
+	view
 	Run runView
 }
 
-// handleRunPage handles GET /admin/runs/{id}: one run's counters. While it runs, the page's script
+// HandleRunPage handles GET /admin/runs/{id}: one run's counters. While it runs, the page's script
 // follows it by asking this address for JSON every second; without JavaScript the page reloads.
-func (c *console) handleRunPage() http.Handler {
+func HandleRunPage(c *Console, s *store.Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-		if err != nil {
-			c.web.errorPage(w, r, errRunNotFound.withDetail("Run ids are numbers."))
-			return
-		}
-		run, err := c.ps.store.Run(r.Context(), id)
-		if errors.Is(err, store.ErrNotFound) {
-			err = errRunNotFound.withDetail("There is no cleanup run with this id.")
-		}
+		run, err := readRun(r, s)
 		switch {
-		case err != nil && wantsJSON(r):
-			writeProblem(w, r, asProblem(r, c.ps.logger, err))
+		case err != nil && request.WantsJSON(r):
+			problem.Write(w, r, c.site.Problem(r, err))
 		case err != nil:
 			c.failed(w, r, err)
-		case wantsJSON(r):
+		case request.WantsJSON(r):
 			w.Header().Set("Cache-Control", "no-store")
-			writeJSON(w, http.StatusOK, run)
+			problem.WriteJSON(w, http.StatusOK, run)
 		default:
-			v := runPageView{consoleView: c.view(r, "runs"), Run: runView{run}}
+			v := runPageView{view: c.view(r, "runs"), Run: runView{run}}
 			if v.Run.Live() {
 				v.Refresh = 2
 			}
-			c.render(w, r, http.StatusOK, "run", "Run "+strconv.FormatInt(id, 10), v)
+			c.render(w, r, http.StatusOK, "run", "Run "+strconv.FormatInt(run.ID, 10), v)
 		}
 	})
+}
+
+// readRun reads the cleanup run the request's {id} names.
+func readRun(r *http.Request, s *store.Store) (store.Run, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		return store.Run{}, problem.RunNotFound.WithDetail("Run ids are numbers.")
+	}
+	run, err := s.Run(r.Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Run{}, problem.RunNotFound.WithDetail("There is no cleanup run with this id.")
+	}
+	return run, err
 }

@@ -1,4 +1,4 @@
-package api
+package request
 
 import (
 	"net/http/httptest"
@@ -26,11 +26,11 @@ func TestNegotiate(t *testing.T) {
 		if tt.accept != "" {
 			r.Header.Set("Accept", tt.accept)
 		}
-		if got := wantsHTML(r); got != tt.html {
-			t.Errorf("Accept %q: wantsHTML = %v, want %v", tt.accept, got, tt.html)
+		if got := WantsHTML(r); got != tt.html {
+			t.Errorf("Accept %q: WantsHTML = %v, want %v", tt.accept, got, tt.html)
 		}
-		if got := wantsJSON(r); got != tt.json {
-			t.Errorf("Accept %q: wantsJSON = %v, want %v", tt.accept, got, tt.json)
+		if got := WantsJSON(r); got != tt.json {
+			t.Errorf("Accept %q: WantsJSON = %v, want %v", tt.accept, got, tt.json)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package api
+package request
 
 import (
 	"mime"
@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// negotiate picks the offer the client's Accept header prefers: the highest quality, the most
+// Negotiate picks the offer the client's Accept header prefers: the highest quality, the most
 // specific match on ties, the earlier offer after that. With no Accept header, or nothing
 // acceptable, it returns the first offer: a client that does not say what it wants gets the default.
-func negotiate(r *http.Request, offers ...string) string {
+func Negotiate(r *http.Request, offers ...string) string {
 	accept := r.Header.Values("Accept")
 	if len(accept) == 0 {
 		return offers[0]
@@ -66,18 +66,18 @@ func matchSpecificity(mediaRange, offer, offerType string) int {
 	return -1
 }
 
-// wantsJSON reports whether the client prefers JSON to plain text.
-func wantsJSON(r *http.Request) bool {
-	return negotiate(r, "text/plain", "application/json") == "application/json"
+// WantsJSON reports whether the client prefers JSON to plain text.
+func WantsJSON(r *http.Request) bool {
+	return Negotiate(r, "text/plain", "application/json") == "application/json"
 }
 
-// wantsHTML reports whether the client is a browser asking for a page.
-func wantsHTML(r *http.Request) bool {
-	return negotiate(r, "text/plain", "text/html") == "text/html"
+// WantsHTML reports whether the client is a browser asking for a page.
+func WantsHTML(r *http.Request) bool {
+	return Negotiate(r, "text/plain", "text/html") == "text/html"
 }
 
-// varyAccept adds Accept to the Vary header of an answer chosen by it, once.
-func varyAccept(h http.Header) {
+// VaryAccept adds Accept to the Vary header of an answer chosen by it, once.
+func VaryAccept(h http.Header) {
 	for _, v := range h.Values("Vary") {
 		for _, name := range strings.Split(v, ",") {
 			if n := strings.TrimSpace(name); n == "*" || strings.EqualFold(n, "Accept") {

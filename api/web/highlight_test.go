@@ -1,4 +1,4 @@
-package api
+package web
 
 import (
 	"html"
@@ -18,7 +18,7 @@ func TestLanguageChoicesHaveLexers(t *testing.T) {
 			t.Errorf("the form offers %q, which chroma does not know", c.Value)
 		}
 		in := paste.Input{Language: c.Value}
-		if err := validateOptions(&in); err != nil {
+		if err := in.Tidy(); err != nil {
 			t.Errorf("the form offers %q, which the API refuses: %v", c.Value, err)
 		}
 	}
