@@ -41,7 +41,10 @@ type Config struct {
 	MaxUploadsPerClient int
 	// MinUploadRate is the least a create's body must deliver in each window while it holds a slot;
 	// slower, it is cut off (408). The zero UploadRate asks nothing.
-	MinUploadRate UploadRate
+	MinUploadRate        UploadRate
+	RenderCacheBytes     int64       // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int         // paste contents rendered at once; 0: half the processors, at least one
+	DedupTiming          DedupTiming // how a create of stored content hides that it was; "": DedupPad
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.
@@ -79,9 +82,9 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	deps.Logger = slog.New(LogHandler(deps.Logger.Handler())) // every line of a request names it
 	ps := &pasteService{
 		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
-		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry),
+		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry), uploadTimes: newUploadTimes(),
 	}
-	ps.web = newWebUI(ps)
+	ps.web = newWebUI(ps, newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, deps.Registry))
 	ps.limits = newLimits(cfg, deps, ps)
 	return routes(cfg, deps, ps)
 }

@@ -26,6 +26,7 @@ const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-sr
 // webUI is the browser frontend: the pages and the files they use.
 type webUI struct {
 	ps        *pasteService
+	renders   *renderer
 	assets    assets
 	pages     map[string]*template.Template
 	expiries  []expiryChoice
@@ -34,9 +35,9 @@ type webUI struct {
 
 // newWebUI parses the embedded templates and prepares the static files. A template that does not
 // parse is a broken build, so it panics, and every test catches it.
-func newWebUI(ps *pasteService) *webUI {
+func newWebUI(ps *pasteService, renders *renderer) *webUI {
 	web := &webUI{
-		ps: ps, assets: newAssets(map[string][]byte{"highlight.css": highlightCSS()}),
+		ps: ps, renders: renders, assets: newAssets(map[string][]byte{"highlight.css": highlightCSS()}),
 		pages: map[string]*template.Template{}, expiries: expiryChoices(ps.cfg.Expiry), languages: languageChoices,
 	}
 	for _, name := range []string{"index", "paste", "error"} {

@@ -38,7 +38,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.workers, "cleanup-workers", d.Workers, "cleanup workers in this process; 0 runs no cleanup here")
 	fs.IntVar(&c.batchSize, "cleanup-batch-size", d.BatchSize, "expired pastes per claimed batch")
 	fs.StringVar(&c.schedule, "cleanup-schedule", d.Schedule, `when cleanup runs start, UTC: a cron expression ("0 0 * * *": midnight) or "@every 1m"`)
-	fs.Var(&c.stuckAfter, "cleanup-stuck-after", "the watchdog returns claims older than this to the queue")
+	fs.Var(&c.stuckAfter, "cleanup-stuck-after", "the watchdog returns claims older than this to the queue; a batch's finish, retries included, ends within half of it")
 	fs.Var(&c.lockTTL, "cleanup-lock-ttl", "time to live of the Redis lock taken around each claim")
 	fs.Var(&c.outboxEvery, "outbox-interval", "how often the blob deleter drains the outbox when nothing wakes it")
 	fs.StringVar(&c.sweepSchedule, "sweep-schedule", d.SweepSchedule, `when the orphan sweeper runs, UTC (cron or "@every 6h"); empty: never`)
@@ -83,7 +83,7 @@ func (r *pastesPerSecond) Set(v string) error {
 // registerOrphanGrace adds the grace period alone: the sweeper and fsck must agree on it.
 func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
 	c.orphanGrace = duration(expiry.DefaultConfig().OrphanGrace)
-	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this")
+	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this; the upload of a create that failed waits this long in the outbox")
 }
 
 // sweepLeaseTTL is how long a sweeper that died keeps others from sweeping; a live one refreshes it.

@@ -18,6 +18,7 @@ import (
 	"pastebin"
 	"pastebin/api"
 	"pastebin/cache"
+	"pastebin/store"
 )
 
 // serveConfig is the configuration of `pastebin serve`.
@@ -39,6 +40,8 @@ type serveConfig struct {
 	allowNever      bool
 	cacheTTL        duration
 	cacheMaxBytes   byteSize
+	renderCache     byteSize
+	dedupTiming     string
 	migrate         bool
 	shutdownTimeout duration
 	drainDelay      time.Duration
@@ -56,6 +59,7 @@ type limitsConfig struct {
 	maxUploads        int
 	maxClientUploads  int
 	minUploadRate     uploadRate
+	maxRenders        int
 	readHeaderTimeout duration
 	readTimeout       duration
 	writeTimeout      duration
@@ -78,6 +82,7 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
 	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.IntVar(&c.maxRenders, "max-concurrent-renders", 0, "paste pages highlighting their content at once; 0: half the processors, at least one")
 	fs.IntVar(&c.maxClientUploads, "max-uploads-per-client", c.maxClientUploads, "one client's share of those; past it the client's creates wait a second, then 429; 0 for no share of its own")
 	fs.Var(&c.minUploadRate, "min-upload-rate", `least a create's body must deliver in each window while it holds an upload slot, such as 4KiB/5s; slower is cut off (408); "off" for no minimum`)
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
@@ -96,6 +101,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if err := c.expiryPolicy().Validate(); err != nil {
 		return c, fmt.Errorf("expiry settings: %w", err)
 	}
+	if _, err := api.ParseDedupTiming(c.dedupTiming); err != nil {
+		return c, err
+	}
 	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
 		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
 	}
@@ -111,7 +119,7 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
-		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
+		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
 		consoleIdle: duration(api.DefaultConsoleIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
@@ -130,6 +138,8 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.allowNever, "allow-never", false, `accept expires_in=never (pastes that never expire)`)
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
+	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
+	fs.StringVar(&c.dedupTiming, "dedup-timing", string(api.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
@@ -154,6 +164,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, hurry, stop := notifyStop(ctx)
 	defer stop()
 
+	// Creates hold their abandoned uploads for the grace period the sweeper waits for too.
+	cfg.conn.storeOptions = append(cfg.conn.storeOptions, store.OrphanGrace(time.Duration(cfg.expiry.orphanGrace)))
 	svc, err := cfg.conn.open(ctx, logger)
 	if err != nil {
 		return err
@@ -187,7 +199,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxConcurrentUploads: cfg.limits.maxUploads, MaxUploadsPerClient: cfg.limits.maxClientUploads,
 		MinUploadRate:    api.UploadRate(cfg.limits.minUploadRate),
 		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
-		MaxHeaderBytes: int(cfg.limits.maxHeaderBytes),
+		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
+		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
+		DedupTiming: api.DedupTiming(cfg.dedupTiming),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
