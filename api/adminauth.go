@@ -25,7 +25,7 @@ import (
 // spent at that moment, by wrong ones or by attempts still being judged.
 type adminAuth struct {
 	tokenHash []byte
-	attempts  *rateLimiter // nil: no limit
+	attempts  *clientRate // nil: no limit
 	refused   prometheus.Counter
 	logger    *slog.Logger
 }
@@ -33,7 +33,7 @@ type adminAuth struct {
 func newAdminAuth(cfg Config, deps Deps, ps *pasteService) *adminAuth {
 	a := &adminAuth{tokenHash: cfg.AdminTokenHash, refused: ps.limits.refused.WithLabelValues("admin_failures"), logger: ps.logger}
 	if cfg.AdminFailureRate.On() {
-		a.attempts = newRateLimiter("admin-failures", cfg.AdminFailureRate, cfg, deps, ps.logger)
+		a.attempts = newClientRate("admin-failures", cfg.AdminFailureRate, cfg, deps, ps.logger)
 	}
 	return a
 }
@@ -44,9 +44,9 @@ func newAdminAuth(cfg Config, deps Deps, ps *pasteService) *adminAuth {
 func (a *adminAuth) verify(ctx context.Context, token, via string) *problem {
 	if a.attempts != nil {
 		v := a.attempts.allow(ctx, rateKey(ctx))
-		if !v.allowed {
+		if !v.Allowed {
 			a.refused.Inc()
-			return rateLimited(a.attempts.rate, "wrong admin tokens", v.retryAfter)
+			return rateLimited(a.attempts.rate, "wrong admin tokens", v.RetryAfter)
 		}
 	}
 	got := sha256.Sum256([]byte(token))

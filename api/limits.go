@@ -48,7 +48,7 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 		l.creates = l.createLimiter(cfg, deps, ps)
 	}
 	if cfg.DeleteFailureRate.On() {
-		l.failures = &failureLimiter{rl: newRateLimiter("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)}
+		l.failures = &failureLimiter{rl: newClientRate("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)}
 	}
 	return l
 }
@@ -64,14 +64,14 @@ func (l *limits) guardCreate(writeError func(http.ResponseWriter, *http.Request,
 // createLimiter refuses a client's creates past the create rate, before it takes an upload slot or
 // sends a byte of its body. Every create's answer tells the client its allowance.
 func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(http.Handler) http.Handler {
-	rl := newRateLimiter("create", cfg.CreateRate, cfg, deps, ps.logger)
+	rl := newClientRate("create", cfg.CreateRate, cfg, deps, ps.logger)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v := rl.allow(r.Context(), rateKey(r.Context()))
-			v.setHeaders(w.Header(), rl.rate)
-			if !v.allowed {
+			setRateHeaders(w.Header(), v, rl.rate)
+			if !v.Allowed {
 				l.refused.WithLabelValues("create_rate").Inc()
-				ps.writeError(w, r, rateLimited(rl.rate, "pastes created", v.retryAfter))
+				ps.writeError(w, r, rateLimited(rl.rate, "pastes created", v.RetryAfter))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -84,7 +84,7 @@ func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(htt
 // every delete, before its token is checked, until its allowance earns one back, so that even a
 // right guess then tells it nothing.
 type failureLimiter struct {
-	rl *rateLimiter
+	rl *clientRate
 }
 
 // exhausted reports whether the client of ctx has used up its failures, and when it may try again.
@@ -93,7 +93,7 @@ func (f *failureLimiter) exhausted(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	v := f.rl.check(ctx, rateKey(ctx))
-	return v.retryAfter, !v.allowed
+	return v.RetryAfter, !v.Allowed
 }
 
 // failed counts one failure of the client of ctx.
