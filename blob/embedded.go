@@ -12,16 +12,17 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 	bolt "go.etcd.io/bbolt"
 )
 
-// Embedded is an S3 server running inside this process on 127.0.0.1, persisting to one bolt file.
-// It is the default when no S3 endpoint is configured, so `make run` needs no S3 set up at all.
-// It checks no credentials: it never listens beyond loopback.
+// Embedded is an S3 server running inside this process on 127.0.0.1, persisting to one bolt file
+// with its puts committed in groups (boltStore). It is the default when no S3 endpoint is
+// configured, so `make run` needs no S3 set up at all. It checks no credentials: it never listens
+// beyond loopback.
 type Embedded struct {
 	Endpoint string
 	db       *bolt.DB
+	store    *boltStore
 	srv      *http.Server
 	dir      string
 	done     chan error
@@ -54,10 +55,12 @@ func StartEmbedded(dir string) (*Embedded, error) {
 		db.Close()
 		return nil, fmt.Errorf("embedded s3: %w", err)
 	}
-	faker := gofakes3.New(s3bolt.New(db), gofakes3.WithLogger(gofakes3.DiscardLog()))
+	store := newBoltStore(db)
+	faker := gofakes3.New(store, gofakes3.WithLogger(gofakes3.DiscardLog()))
 	e := &Embedded{
 		Endpoint: "http://" + ln.Addr().String(),
 		db:       db,
+		store:    store,
 		srv:      &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second},
 		done:     make(chan error, 1),
 	}
@@ -91,6 +94,7 @@ func (e *Embedded) Close() error {
 		if e.dir != "" {
 			os.Remove(filepath.Join(e.dir, endpointFile))
 		}
+		e.store.stop() // after the server: the puts it was serving are answered
 		e.closeErr = errors.Join(err, e.db.Close())
 	})
 	return e.closeErr
