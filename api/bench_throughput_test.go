@@ -22,7 +22,7 @@ const throughputClients = 32
 
 // throughputRound is how many requests of one kind a round sends before the other kind's turn.
 // The two kinds alternate round by round, so that a shared machine's load weighs on both alike.
-const throughputRound = 500
+const throughputRound = 200
 
 // BenchmarkCreateThroughput measures creates of new 1 KiB content per second from 32 clients at
 // once, over loopback, with the embedded S3 server (the default deployment's), against GET /healthz
