@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -92,37 +93,46 @@ func expect(resp *http.Response, err error) func(want int) error {
 }
 
 // benchAgainst sends b.N requests of do and as many of base, from throughputClients clients at once,
-// in alternating rounds, and reports both rates and their ratio.
+// in alternating rounds, and reports both rates, their ratio, and the 99th percentile of do's
+// latency.
 func benchAgainst(b *testing.B, unit string, do func() error, baseUnit string, base func() error, ratioUnit string) {
 	var took, baseTook time.Duration
+	latencies := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for done := 0; done < b.N; done += throughputRound {
 		n := min(throughputRound, b.N-done)
-		baseTook += timeParallel(b, n, base)
-		took += timeParallel(b, n, do)
+		d, _ := timeParallel(b, n, base)
+		baseTook += d
+		d, lat := timeParallel(b, n, do)
+		took, latencies = took+d, append(latencies, lat...)
 	}
 	rate, baseRate := float64(b.N)/took.Seconds(), float64(b.N)/baseTook.Seconds()
 	b.ReportMetric(rate, unit)
 	b.ReportMetric(baseRate, baseUnit)
 	b.ReportMetric(rate/baseRate, ratioUnit)
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
 }
 
 // timeParallel sends n requests of do from throughputClients clients at once and returns how long
-// they took.
-func timeParallel(b *testing.B, n int, do func() error) time.Duration {
+// they took, and each one's latency.
+func timeParallel(b *testing.B, n int, do func() error) (time.Duration, []time.Duration) {
 	var next atomic.Int64
+	latencies := make([]time.Duration, n)
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range throughputClients {
 		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				t := time.Now()
 				if err := do(); err != nil {
 					b.Error(err)
 					return
 				}
+				latencies[i-1] = time.Since(t)
 			}
 		})
 	}
 	wg.Wait()
-	return time.Since(start)
+	return time.Since(start), latencies
 }
