@@ -24,6 +24,7 @@ type Embedded struct {
 	db       *bolt.DB
 	store    *boltStore
 	srv      *http.Server
+	unused   *unusedConns
 	dir      string
 	done     chan error
 	once     sync.Once
@@ -57,11 +58,13 @@ func StartEmbedded(dir string) (*Embedded, error) {
 	}
 	store := newBoltStore(db)
 	faker := gofakes3.New(store, gofakes3.WithLogger(gofakes3.DiscardLog()))
+	unused := &unusedConns{conns: map[net.Conn]bool{}}
 	e := &Embedded{
 		Endpoint: "http://" + ln.Addr().String(),
 		db:       db,
 		store:    store,
-		srv:      &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second},
+		srv:      &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 10 * time.Second, ConnState: unused.track},
+		unused:   unused,
 		done:     make(chan error, 1),
 	}
 	go func() { e.done <- e.srv.Serve(ln) }()
@@ -87,6 +90,7 @@ func (e *Embedded) Close() error {
 	e.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		e.unused.closeAll()
 		err := e.srv.Shutdown(ctx)
 		if serveErr := <-e.done; !errors.Is(serveErr, http.ErrServerClosed) {
 			err = errors.Join(err, serveErr)
@@ -98,4 +102,37 @@ func (e *Embedded) Close() error {
 		e.closeErr = errors.Join(err, e.db.Close())
 	})
 	return e.closeErr
+}
+
+// unusedConns are the server's connections that have not carried a request yet. A client dials
+// ahead of its need and keeps what it did not use in its pool of idle connections (Bucket keeps up
+// to maxIdleConns), and http.Server.Shutdown waits 5 s for the first request on such a connection:
+// Close closes them first, and any accepted after.
+type unusedConns struct {
+	mu       sync.Mutex
+	conns    map[net.Conn]bool
+	stopping bool
+}
+
+func (u *unusedConns) track(c net.Conn, state http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case state == http.StateNew && u.stopping:
+		c.Close()
+	case state == http.StateNew:
+		u.conns[c] = true
+	default:
+		delete(u.conns, c)
+	}
+}
+
+func (u *unusedConns) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopping = true
+	for c := range u.conns {
+		c.Close()
+	}
+	clear(u.conns)
 }

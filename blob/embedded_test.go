@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -225,5 +226,21 @@ func TestEmbeddedConcurrentPutsOfOneKey(t *testing.T) {
 		if got := getObject(t, b, key); got != winners[key][0] {
 			t.Errorf("%s holds %q, but %q won", key, got, winners[key][0])
 		}
+	}
+}
+
+// TestEmbeddedCloseLeavesNoWaitForUnusedConnections: a connection that a client opened ahead of
+// need and never sent a request on (the bucket's client pools such connections) does not hold up
+// Close, which http.Server.Shutdown alone would keep waiting 5 s for its first request, then fail.
+func TestEmbeddedCloseLeavesNoWaitForUnusedConnections(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.Endpoint, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := e.Close(); err != nil {
+		t.Fatalf("close with a connection that never carried a request: %v", err)
 	}
 }
