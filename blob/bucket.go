@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -60,11 +61,25 @@ func newRetryer() aws.Retryer {
 	return retry.AddWithErrorCodes(standard, "ExistingObjectIsDirectory")
 }
 
+// maxIdleConns is how many idle connections to S3 the client keeps. The SDK's default keeps 10 and
+// closes the rest, so past 10 puts at once (32 clients creating pastes) most puts dialed anew, and
+// each left a socket in TIME_WAIT: a cost on every put, and at a thousand a second over loopback,
+// no ports left within a minute. Idle connections still close after the transport's idle timeout.
+const maxIdleConns = 128
+
+// newHTTPClient is the SDK's HTTP client with room for maxIdleConns idle connections to the host.
+func newHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	})
+}
+
 // Open connects to the bucket of cfg, creating it if it does not exist.
 func Open(ctx context.Context, cfg Config) (*Bucket, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(cfg.Region),
 		config.WithRetryer(newRetryer),
+		config.WithHTTPClient(newHTTPClient()),
 	}
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
