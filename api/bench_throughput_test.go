@@ -26,11 +26,11 @@ const throughputClients = 32
 const throughputRound = 200
 
 // BenchmarkCreateThroughput measures creates of new 1 KiB content per second from 32 clients at
-// once, over loopback, with the embedded S3 server (the default deployment's), against GET /healthz
-// in the same run, which touches no service: "creates/healthz" is the creates' rate over healthz's.
+// once, over loopback, with the embedded S3 server's store in process (the default deployment's),
+// against GET /healthz in the same run, which touches no service: "creates/healthz" is the
+// creates' rate over healthz's.
 func BenchmarkCreateThroughput(b *testing.B) {
-	bucket, _ := blobtest.Embedded(b)
-	e := newEnv(b, withBucket(bucket))
+	e := newEnv(b, withBucket(blobtest.InProcess(b)))
 	client := throughputClient()
 	run := rand.Text() // -count repeats this benchmark: each run needs content of its own
 	var n atomic.Int64

@@ -21,12 +21,21 @@ import (
 	"pastebin/blob/blobtest"
 )
 
-// servers runs fn against versitygw (real S3 with signatures) and the embedded server.
+// servers runs fn against versitygw (real S3 with signatures), the embedded server, and the
+// embedded server's store in process, as the process that runs the server uses it.
 func servers(t *testing.T, fn func(t *testing.T, b *blob.Bucket)) {
 	t.Run("versitygw", func(t *testing.T) { t.Parallel(); fn(t, blobtest.New(t)) })
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
 		b, _ := blobtest.Embedded(t)
+		fn(t, b)
+	})
+	t.Run("embedded in process", func(t *testing.T) {
+		t.Parallel()
+		b, err := startEmbedded(t, t.TempDir()).Bucket("pastebin")
+		if err != nil {
+			t.Fatal(err)
+		}
 		fn(t, b)
 	})
 }

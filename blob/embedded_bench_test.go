@@ -14,9 +14,17 @@ import (
 )
 
 // BenchmarkEmbeddedPut puts 1 KiB objects into the embedded S3 server from 32 clients at once, as
-// 32 connections creating pastes of new content do.
+// 32 connections creating pastes of new content do: through its endpoint, as other processes do,
+// and in process, as serve does.
 func BenchmarkEmbeddedPut(b *testing.B) {
-	bucket, _ := blobtest.Embedded(b)
+	b.Run("endpoint", func(b *testing.B) {
+		bucket, _ := blobtest.Embedded(b)
+		benchPuts(b, bucket)
+	})
+	b.Run("in process", func(b *testing.B) { benchPuts(b, blobtest.InProcess(b)) })
+}
+
+func benchPuts(b *testing.B, bucket *blob.Bucket) {
 	run := rand.Text() // -count repeats this benchmark on one store: each run needs keys of its own
 	data := make([]byte, 1024)
 	var n atomic.Int64

@@ -64,10 +64,13 @@ func TestEmbeddedPutSurvivesKill(t *testing.T) {
 	}
 }
 
-// putUntilKilled puts from 8 clients at once into the embedded store in dir, printing each key once
-// its put has answered, for longer than the parent waits.
+// putUntilKilled puts from 8 clients at once into the embedded store in dir, in process as serve
+// does, printing each key once its put has answered, for longer than the parent waits.
 func putUntilKilled(t *testing.T, dir string) {
-	b := embeddedBucket(t, startEmbedded(t, dir).Endpoint)
+	b, err := startEmbedded(t, dir).Bucket("pastebin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := range 8 {

@@ -244,3 +244,40 @@ func TestEmbeddedCloseLeavesNoWaitForUnusedConnections(t *testing.T) {
 		t.Fatalf("close with a connection that never carried a request: %v", err)
 	}
 }
+
+// TestEmbeddedInProcessAndEndpointShareObjects: what the running process puts in process, another
+// process reads, lists and deletes through the endpoint, and the other way round.
+func TestEmbeddedInProcessAndEndpointShareObjects(t *testing.T) {
+	t.Parallel()
+	e := startEmbedded(t, t.TempDir())
+	local, err := e.Bucket("pastebin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := embeddedBucket(t, e.Endpoint)
+	ctx := context.Background()
+	if err := local.Put(ctx, "blobs/aa/local", []byte("in process")); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Put(ctx, "blobs/bb/remote", []byte("through the endpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if got := getObject(t, remote, "blobs/aa/local"); got != "in process" {
+		t.Errorf("through the endpoint: %q", got)
+	}
+	if got := getObject(t, local, "blobs/bb/remote"); got != "through the endpoint" {
+		t.Errorf("in process: %q", got)
+	}
+	if err := remote.Put(ctx, "blobs/aa/local", []byte("again")); err == nil {
+		t.Error("a put through the endpoint replaced an object put in process")
+	}
+	if _, err := remote.Delete(ctx, []string{"blobs/aa/local"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := local.Exists(ctx, "blobs/aa/local"); ok || err != nil {
+		t.Errorf("deleted through the endpoint, in process it exists: %v %v", ok, err)
+	}
+	if got := blobtest.Keys(t, local); !cmp.Equal(got, []string{"blobs/bb/remote"}) {
+		t.Errorf("in process lists %v", got)
+	}
+}
