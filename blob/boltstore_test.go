@@ -3,9 +3,12 @@ package blob
 import (
 	"bytes"
 	"crypto/md5"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +132,81 @@ func TestGroupPutsReadByS3bolt(t *testing.T) {
 	if c := list.Contents[0]; c.Size != 5 || c.LastModified.Before(start) || c.LastModified.After(time.Now()) {
 		t.Errorf("s3bolt lists size %d, modified %v", c.Size, c.LastModified)
 	}
+}
+
+// TestStoreCompactedWhenMostlyFree: a bolt file that deletes left mostly free is rewritten
+// without its free pages when the store opens, with every object left and its bucket as they were;
+// a copy that a crash cut short is removed; a file with little free is opened as it is.
+func TestStoreCompactedWhenMostlyFree(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s3.bolt")
+	db, err := openStore(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newBoltStore(db)
+	if err := s.CreateBucket("bkt"); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i := range 200 {
+		key := fmt.Sprintf("blobs/%02x/%03d", i%256, i)
+		body := bytes.Repeat([]byte(key), 4096)
+		if _, err := s.PutObject("bkt", key, nil, bytes.NewReader(body), int64(len(body)), onlyNew); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	if _, err := s.DeleteMulti("bkt", keys[10:]...); err != nil {
+		t.Fatal(err)
+	}
+	s.stop()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fileSize(t, path)
+	if err := os.WriteFile(path+".compacting", []byte("cut short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = openStore(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := fileSize(t, path); after*4 > before {
+		t.Errorf("the file went from %d to %d bytes, want a quarter or less", before, after)
+	}
+	if _, err := os.Stat(path + ".compacting"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the copy a crash cut short is still there: %v", err)
+	}
+	old := s3bolt.New(db)
+	for _, key := range keys[:10] {
+		if got := readObject(t, old, key); got != strings.Repeat(key, 4096) {
+			t.Errorf("%s: %d bytes after compaction", key, len(got))
+		}
+	}
+	list, err := old.ListBucket("bkt", nil, gofakes3.ListBucketPage{})
+	if err != nil || len(list.Contents) != 10 {
+		t.Fatalf("listed %d objects (%v), want 10", len(list.Contents), err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := os.Stat(path)
+	db, err = openStore(path, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if again, _ := os.Stat(path); !os.SameFile(info, again) {
+		t.Error("a file with little free was rewritten")
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Size()
 }

@@ -43,13 +43,12 @@ func StartEmbedded(dir string) (*Embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded s3: %w", err)
 	}
-	// Without a timeout a second process on the same file would wait for the lock forever.
-	db, err := bolt.Open(filepath.Join(dir, "s3.bolt"), 0o600, &bolt.Options{Timeout: 2 * time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%w (%s)", ErrEmbeddedBusy, dir)
+	db, err := openStore(filepath.Join(dir, "s3.bolt"), compactMinBytes)
+	if err != nil && !errors.Is(err, ErrEmbeddedBusy) {
+		err = fmt.Errorf("embedded s3 store %s: %w", dir, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("embedded s3 store %s: %w", dir, err)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
