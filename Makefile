@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/pastebin
 PKGS    := ./...
 
-.PHONY: run test test-suites test-service test-tools fuzz build lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
+.PHONY: run test test-suites test-service test-tools test-fuzz fuzz build image lint bench bench-cleanup bench-heavyday costs soak contract services-up services-down clean
 
 # Expired pastes the cleanup benchmark loads (as many live ones beside them); 1000000 works too.
 PASTES ?= 200000
@@ -19,6 +19,12 @@ REDIS         ?= single
 build:
 	$(GO) build -o $(BIN) ./cmd/pastebin
 
+# The container image (Containerfile), localhost/pastebin:<git describe>: a static binary and this
+# machine's CA bundle on an empty base, built with podman (Debian's, installed the first time),
+# pulling nothing. scripts/image.sh says which podman settings work on this machine.
+image:
+	GO=$(GO) scripts/image.sh build
+
 # A development run listens on loopback only; PASTEBIN_ADDR=:8080 make run serves every interface.
 # (serve's own default, :8080, is for deployments.)
 PASTEBIN_ADDR ?= 127.0.0.1:8080
@@ -29,16 +35,18 @@ run: build
 test: lint
 	scripts/ensure-chromium.sh
 	scripts/ensure-promtool.sh
-	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites
-	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
+	scripts/services.sh test tool podman >/dev/null
+	scripts/services.sh test tool systemd-analyze >/dev/null
+	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites test-fuzz
 
 # The API tests that create, read, delete and burn pastes, and the operators' actions (cleanup runs,
 # takedowns, blocks, the audit log, console sessions), run again through the pooler.
-POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession)$$
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient)$$
 
 # With the test services up (make test starts them): the service's tests and the tools module's
-# (tools/, the 30-second chaos soak among them) at the same time, as when the soak was one more
-# package of the service's go test: moving it to its own module made make test no longer.
+# (tools/: the 30-second chaos soak, and deploycheck, which builds the image and runs it) at the
+# same time, as when the soak was one more package of the service's go test: moving it to its own
+# module made make test no longer.
 test-suites:
 	$(MAKE) --no-print-directory -j2 test-service test-tools
 
@@ -70,8 +78,13 @@ TEST_FUZZTIME ?= 4000x
 FUZZTIME ?= 100000x
 FUZZ     ?= .
 
+# FuzzRouter sends its requests through the whole server, so the fuzz targets run with the test
+# services up.
+test-fuzz:
+	GO=$(GO) scripts/fuzz.sh $(TEST_FUZZTIME)
+
 fuzz:
-	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) '$(FUZZ)'
+	scripts/with-services.sh test env GO=$(GO) scripts/fuzz.sh $(FUZZTIME) '$(FUZZ)'
 
 bench:
 	scripts/with-services.sh test $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
@@ -86,7 +99,7 @@ tool-%:
 bench-cleanup: tool-cleanupbench
 	scripts/with-services.sh bench bin/cleanupbench -pastes $(PASTES) $(BENCH_ARGS)
 
-# The heavy day (README, "Performance"): 10 million expired pastes among 20 million (PASTES= fewer),
+# The heavy day (docs/performance.md, "The heavy day"): 10 million expired pastes among 20 million (PASTES= fewer),
 # drained by two serve replicas under a foreground load, against the set-based floor and the load
 # alone. The loaded data is kept for the next run (.pastebin/bench); the report and the plot go to
 # artifacts/heavyday/. BENCH_ARGS passes flags (bin/heavyday -h after make tool-heavyday).
@@ -95,8 +108,8 @@ bench-heavyday: build tool-heavyday
 	scripts/with-services.sh bench bin/heavyday -pastes $(HEAVY_PASTES) $(BENCH_ARGS)
 
 # What one paste costs: bytes per row and index entry, WAL per create, cleanup and purge, S3 and
-# Redis calls per 1000 expirations, and what that comes to at the design notes' scale (README,
-# "Running at scale"). Durable PostgreSQL settings (the bench profile); written to artifacts/costs.txt.
+# Redis calls per 1000 expirations, and what that comes to at the design notes' scale
+# (docs/scaling.md, "Capacity on paper"). Durable PostgreSQL settings (the bench profile); written to artifacts/costs.txt.
 costs: tool-costs
 	scripts/with-services.sh bench bin/costs $(COSTS_ARGS)
 

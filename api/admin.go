@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
 	"strconv"
 
@@ -24,7 +22,8 @@ type CleanupRunner interface {
 // in a browser. Without a configured admin token every route answers that the admin API is off.
 func adminRoutes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	bearer := requireAdmin(cfg.AdminTokenHash)
+	auth := newAdminAuth(cfg, deps, ps)
+	bearer := auth.requireAdmin
 	by := store.TokenActor(cfg.AdminTokenHash, store.ViaAPI)
 	r.Group(func(api chi.Router) {
 		api.Use(bearer)
@@ -35,35 +34,12 @@ func adminRoutes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 		api.Method(http.MethodDelete, "/pastes/{code}", handleAdminTakedown(ps, by))
 		api.Method(http.MethodDelete, "/blocked/{hash}", handleAdminUnblock(ps, by))
 	})
-	c := newConsole(cfg, deps, ps)
+	c := newConsole(cfg, deps, ps, auth)
 	r.Method(http.MethodGet, "/blocked", either(forConsole, c.signedIn(c.handleBlockedPage()), bearer(handleAdminBlockedList(ps))))
 	r.Method(http.MethodPost, "/blocked", either(forConsole, c.signedIn(c.handleBlock()), bearer(handleAdminBlock(ps, by))))
 	r.Method(http.MethodGet, "/audit", either(forConsole, c.signedIn(c.handleAuditPage()), bearer(handleAdminAudit(ps))))
 	c.routes(r)
 	return r
-}
-
-// requireAdmin lets through requests whose bearer token hashes to tokenHash, compared in constant time.
-func requireAdmin(tokenHash []byte) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(tokenHash) == 0 {
-				writeProblem(w, r, errAdminDisabled.withDetail("The admin API is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
-				return
-			}
-			token, ok := bearerToken(r)
-			if !ok {
-				writeProblem(w, r, errUnauthorized.withDetail("Send the admin token as Authorization: Bearer <token>."))
-				return
-			}
-			got := sha256.Sum256([]byte(token))
-			if subtle.ConstantTimeCompare(got[:], tokenHash) != 1 {
-				writeProblem(w, r, errWrongAdminToken.withDetail("This is not the admin token the server was given."))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
 }
 
 // handleCleanupStart handles POST /admin/cleanup: a run starts now, in the background, and the answer

@@ -173,7 +173,7 @@ func handleAdminBlock(ps *pasteService, by store.Actor) http.Handler {
 	})
 }
 
-// handleAdminUnblock handles DELETE /admin/blocked/{hash}, with an optional reason parameter.
+// handleAdminUnblock handles DELETE /admin/blocked/{hash}, with its required reason parameter.
 func handleAdminUnblock(ps *pasteService, by store.Actor) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hash, err := store.ParseContentHash(strings.ToLower(chi.URLParam(r, "hash")))
@@ -182,8 +182,8 @@ func handleAdminUnblock(ps *pasteService, by store.Actor) http.Handler {
 			return
 		}
 		reason := r.URL.Query().Get("reason")
-		if len(reason) > maxReason {
-			writeProblem(w, r, errBadRequest.withDetail("The reason is longer than "+strconv.Itoa(maxReason)+" bytes."))
+		if p := checkReason(reason); p != nil {
+			writeProblem(w, r, p)
 			return
 		}
 		removed, err := ps.store.Unblock(r.Context(), hash, reason, by)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -28,30 +29,29 @@ type console struct {
 	web       *webUI
 	cleanup   CleanupRunner
 	tokenHash []byte
+	idle      time.Duration // a session unused this long has ended
+	auth      *adminAuth
 	health    map[string]func(context.Context) error
-	origins   *http.CrossOriginProtection
 }
 
-// sessionCookie names the console's session cookie; sessionTTL is how long a session lasts.
+// sessionCookie names the console's session cookie; sessionTTL is how long a session lasts at most,
+// and DefaultConsoleIdleTimeout how long one may go unused.
 const (
 	sessionCookie = "pastebin_admin"
 	sessionTTL    = 12 * time.Hour
 	maxFormBytes  = 64 << 10
+
+	DefaultConsoleIdleTimeout = 30 * time.Minute
 )
 
 // consolePages are the console's templates, each in the site's layout.
 var consolePages = []string{"signin", "overview", "runs", "run", "takedown", "blocked", "audit"}
 
-func newConsole(cfg Config, deps Deps, ps *pasteService) *console {
+func newConsole(cfg Config, deps Deps, ps *pasteService, auth *adminAuth) *console {
 	c := &console{
-		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, health: readinessChecks(deps),
-		origins: http.NewCrossOriginProtection(),
+		ps: ps, web: ps.web, cleanup: deps.Cleanup, tokenHash: cfg.AdminTokenHash, auth: auth,
+		idle: cmp.Or(cfg.ConsoleIdleTimeout, DefaultConsoleIdleTimeout), health: readinessChecks(deps),
 	}
-	// Browsers say where a request comes from (Sec-Fetch-Site, Origin): a form posted from another
-	// site is refused before anything else, whatever cookie it carries.
-	c.origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.web.errorPage(w, r, errCrossSite.withDetail("This form was sent from another site. Use the console's own pages."))
-	}))
 	for _, name := range consolePages {
 		c.web.pages["admin-"+name] = template.Must(template.New(name).ParseFS(templateFS,
 			"templates/layout.html", "templates/admin_layout.html", "templates/admin_"+name+".html"))
@@ -87,17 +87,17 @@ func forConsole(r *http.Request) bool {
 	return mediaType == "application/x-www-form-urlencoded" || mediaType == "multipart/form-data"
 }
 
-// enabled answers that the console is off while no admin token is configured, and refuses forms
-// sent from other sites.
+// enabled answers that the console is off while no admin token is configured. Forms sent from
+// other sites never get here: the router refuses them (refuseCrossSite).
 func (c *console) enabled(next http.Handler) http.Handler {
-	return c.origins.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(c.tokenHash) == 0 {
 			c.web.errorPage(w, r, errAdminDisabled.withDetail("The console is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		next.ServeHTTP(w, r)
-	}))
+	})
 }
 
 // consoleSession is a signed-in browser: the secret its cookie holds, and who signed in.
@@ -142,8 +142,9 @@ func (c *console) signedIn(next http.Handler) http.Handler {
 // errNoSession says the request carries no valid session.
 var errNoSession = errors.New("no console session")
 
-// session finds the request's session: its cookie's secret must name an unexpired session that was
-// signed in with the admin token configured now, so changing the token ends every session.
+// session finds the request's session: its cookie's secret must name a session that has neither
+// expired nor gone unused for the idle timeout (a browser left signed in on a shared machine), and
+// that was signed in with the admin token configured now, so changing the token ends every session.
 func (c *console) session(r *http.Request) (consoleSession, error) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil {
@@ -154,7 +155,7 @@ func (c *console) session(r *http.Request) (consoleSession, error) {
 		return consoleSession{}, errNoSession
 	}
 	hash := sha256.Sum256(secret)
-	name, err := c.ps.store.AdminSession(r.Context(), hash[:])
+	name, err := c.ps.store.AdminSession(r.Context(), hash[:], c.idle)
 	if errors.Is(err, store.ErrNotFound) {
 		return consoleSession{}, errNoSession
 	}
@@ -183,24 +184,24 @@ func (c *console) signInFirst(w http.ResponseWriter, r *http.Request, err error)
 	}
 }
 
-// handleSignIn handles POST /admin/sign-in: a right token starts a session, a wrong one counts
-// against the client's failures, as wrong delete tokens do, and past the limit every attempt is
-// refused before the token is checked.
+// handleSignIn handles POST /admin/sign-in: a right token starts a session; a wrong one counts
+// against the client's allowance of wrong admin tokens, which the bearer tokens of the admin API
+// share, and past it every attempt is refused before its token is compared (adminAuth).
 func (c *console) handleSignIn() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
 		next := safeNext(r.PostFormValue("next"))
-		if retry, over := c.ps.limits.failures.exhausted(ctx); over {
-			c.ps.limits.refused.WithLabelValues("sign_in_failures").Inc()
-			p := rateLimited(c.ps.cfg.DeleteFailureRate, "wrong tokens", retry)
-			setRetryAfter(w.Header(), p.retryAfter)
-			c.renderSignIn(w, r, p.status, next, p.detail)
+		token := strings.TrimSpace(r.PostFormValue("token"))
+		if token == "" {
+			c.renderSignIn(w, r, http.StatusBadRequest, next, "Type the admin token.")
 			return
 		}
-		got := sha256.Sum256([]byte(strings.TrimSpace(r.PostFormValue("token"))))
-		if subtle.ConstantTimeCompare(got[:], c.tokenHash) != 1 {
-			c.ps.limits.failures.failed(ctx)
-			c.renderSignIn(w, r, http.StatusUnauthorized, next, "That is not the admin token.")
+		if p := c.auth.verify(r.Context(), token, store.ViaConsole); p != nil {
+			detail := "That is not the admin token."
+			if p.status == http.StatusTooManyRequests {
+				setRetryAfter(w.Header(), p.retryAfter)
+				detail = p.detail
+			}
+			c.renderSignIn(w, r, p.status, next, detail)
 			return
 		}
 		if err := c.startSession(w, r); err != nil {
@@ -219,7 +220,7 @@ func (c *console) startSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	hash := sha256.Sum256(secret)
-	if err := c.ps.store.StartAdminSession(r.Context(), hash[:], store.TokenActor(c.tokenHash, store.ViaConsole), sessionTTL); err != nil {
+	if err := c.ps.store.StartAdminSession(r.Context(), hash[:], store.TokenActor(c.tokenHash, store.ViaConsole), sessionTTL, c.idle); err != nil {
 		return err
 	}
 	http.SetCookie(w, &http.Cookie{

@@ -148,7 +148,8 @@ func (c *console) handleBlock() http.Handler {
 	})
 }
 
-// handleUnblock handles POST /admin/blocked/{hash}/unblock.
+// handleUnblock handles POST /admin/blocked/{hash}/unblock: the same unblock as DELETE
+// /admin/blocked/{hash}, with the same required reason of at most maxReason bytes.
 func (c *console) handleUnblock() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hash, err := store.ParseContentHash(chi.URLParam(r, "hash"))
@@ -156,12 +157,18 @@ func (c *console) handleUnblock() http.Handler {
 			c.web.errorPage(w, r, errBadRequest.withDetail(err.Error()+"."))
 			return
 		}
-		removed, err := c.ps.store.Unblock(r.Context(), hash, r.PostFormValue("reason"), sessionOf(r).actor)
+		v := blockedView{consoleView: c.view(r, "blocked"), TakeDown: true}
+		reason := r.PostFormValue("reason")
+		if p := checkReason(reason); p != nil {
+			v.Error = "Unblocking " + shortHash(hash) + ": " + p.detail
+			c.renderBlocked(w, r, p.status, v)
+			return
+		}
+		removed, err := c.ps.store.Unblock(r.Context(), hash, reason, sessionOf(r).actor)
 		if err != nil {
 			c.failed(w, r, err)
 			return
 		}
-		v := blockedView{consoleView: c.view(r, "blocked"), TakeDown: true}
 		v.Notice = "Content " + shortHash(hash) + " is no longer blocked."
 		if !removed {
 			v.Notice = "Content " + shortHash(hash) + " was not blocked."

@@ -160,12 +160,17 @@ func TestConsoleFormsRefuseOtherSites(t *testing.T) {
 	}
 }
 
-// TestConsoleSignInRateLimited: wrong tokens on the sign-in form count as wrong delete tokens do;
-// past the limit even the right token is refused until the allowance earns one back (3 a minute:
-// one every 20 seconds).
+// TestConsoleSignInRateLimited: wrong tokens on the sign-in form count against the client's
+// allowance of wrong admin tokens; past the limit even the right token is refused until the
+// allowance earns one back (3 a minute: one every 20 seconds).
 func TestConsoleSignInRateLimited(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withAdmin(adminToken, 1), withRates(api.Rate{}, api.Rate{Requests: 3, Window: time.Minute}))
+	e := newEnv(t, withAdmin(adminToken, 1), withAdminFailures(api.Rate{Requests: 3, Window: time.Minute}))
+	for range 5 { // an empty form is no guess: it costs nothing
+		if r := e.form("/admin/sign-in", url.Values{"token": {" "}}); r.StatusCode != http.StatusBadRequest {
+			t.Fatalf("empty token: %d, want 400", r.StatusCode)
+		}
+	}
 	for i := range 3 {
 		if r := e.form("/admin/sign-in", url.Values{"token": {"a wrong guess of the token"}}); r.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("wrong token %d: %d", i+1, r.StatusCode)

@@ -81,7 +81,7 @@ func serveConsumed(w http.ResponseWriter, r *http.Request, p store.Paste, data [
 func (web *webUI) showConsumed(w http.ResponseWriter, r *http.Request, p store.Paste, data []byte) {
 	v := web.newPasteView(r, p)
 	v.Burned, v.RawAvailable, v.Deletable = true, false, false
-	v.Content = renderContent(data, p.Language, p.Filename)
+	v.Content = web.renders.once(data, p.Language, p.Filename)
 	if v.Content.Omitted != "" {
 		w.Header().Set("Content-Disposition", attachment(p))
 		serveConsumed(w, r, p, data)

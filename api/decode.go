@@ -9,6 +9,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -46,7 +47,7 @@ func readContent(r io.Reader, max int64) ([]byte, []byte, error) {
 // decodeCurlCreate reads a create from curl and the like: a raw body (--data-binary, -T) or a
 // multipart form (-F file=@x), with options as query parameters, headers or form fields.
 func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
-	in := createInput{filename: chi.URLParam(r, "name")}
+	in := createInput{filename: pathParam(r, "name")}
 	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
 		return createInput{}, err
 	}
@@ -61,6 +62,21 @@ func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
 		return createInput{}, asPasteLimit(err, max)
 	}
 	return in, validateOptions(&in)
+}
+
+// pathParam is the route parameter name as the client meant it. chi routes on the escaped path
+// when the request's escaping is not Go's own (%2F, lower-case hex), and its parameters are then
+// still escaped: PUT /a%2Fb.txt would name a file "a%2Fb.txt", and PUT /caf%c3%a9.txt
+// "caf%c3%a9.txt" where PUT /caf%C3%A9.txt names "café.txt".
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil { // RawPath parsed, so its escapes are sound
+		return u
+	}
+	return v
 }
 
 // asPasteLimit reports a body cut at limitBody's bound as the paste limit: the one number the client

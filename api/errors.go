@@ -71,12 +71,14 @@ var (
 	errStorage          = &problem{status: http.StatusServiceUnavailable, name: "storage-unavailable", title: "Storage unavailable"}
 	errRouteNotFound    = &problem{status: http.StatusNotFound, name: "route-not-found", title: "No such route"}
 	errMethodNotAllowed = &problem{status: http.StatusMethodNotAllowed, name: "method-not-allowed", title: "Method not allowed"}
-	errInternal         = &problem{status: http.StatusInternalServerError, name: "internal", title: "Internal error"}
-	errAdminDisabled    = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
-	errCleanupDisabled  = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
-	errRunNotFound      = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
-	errRateLimited      = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
-	errBusy             = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
+	// errMethodNotImplemented answers a method that no route of the server serves (knownMethods).
+	errMethodNotImplemented = &problem{status: http.StatusNotImplemented, name: "method-not-implemented", title: "Method not implemented"}
+	errInternal             = &problem{status: http.StatusInternalServerError, name: "internal", title: "Internal error"}
+	errAdminDisabled        = &problem{status: http.StatusNotFound, name: "admin-disabled", title: "Admin API disabled"}
+	errCleanupDisabled      = &problem{status: http.StatusConflict, name: "cleanup-disabled", title: "Cleanup disabled here"}
+	errRunNotFound          = &problem{status: http.StatusNotFound, name: "run-not-found", title: "No such cleanup run"}
+	errRateLimited          = &problem{status: http.StatusTooManyRequests, name: "rate-limited", title: "Too many requests"}
+	errBusy                 = &problem{status: http.StatusServiceUnavailable, name: "busy", title: "Server busy"}
 	// errDeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
 	errDeleteUnconfirmed = &problem{status: http.StatusServiceUnavailable, name: "delete-unconfirmed", title: "Delete not confirmed yet"}
 	errHeadersTooLarge   = &problem{status: http.StatusRequestHeaderFieldsTooLarge, name: "headers-too-large", title: "Request headers too large"}
@@ -90,7 +92,7 @@ var problems = []*problem{
 	errNotFound, errGone, errBurnAfterReading, errForbidden, errUnauthorized, errWrongAdminToken, errTooLarge, errEmpty, errBadExpiry,
 	errBadRequest, errBodyIncomplete, errBodyTimeout, errMediaType, errBadIdempotency, errKeyReused, errStorage,
 	errRouteNotFound, errMethodNotAllowed, errInternal, errAdminDisabled, errCleanupDisabled, errRunNotFound,
-	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge,
+	errRateLimited, errBusy, errDeleteUnconfirmed, errHeadersTooLarge, errMethodNotImplemented,
 }
 
 // asProblem maps any error to the problem the client sees. Errors it does not know are internal:
@@ -130,7 +132,7 @@ func asProblem(r *http.Request, logger *slog.Logger, err error) *problem {
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", routePattern(r), "err", err)
 		return errStorage.withDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
 	}
-	logger.ErrorContext(r.Context(), "internal error", "route", routePattern(r), "method", r.Method, "err", err)
+	logger.ErrorContext(r.Context(), "internal error", "route", routePattern(r), "method", methodLabel(r), "err", err)
 	return errInternal.withDetail("internal error")
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -135,7 +136,8 @@ func checkRequireAdmin(t *testing.T, header, admin string, wantPass bool) {
 	sum := sha256.Sum256([]byte(admin))
 	for _, hash := range [][]byte{sum[:], nil} {
 		passed := false
-		h := requireAdmin(hash)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
+		auth := &adminAuth{tokenHash: hash, logger: slog.New(slog.DiscardHandler)} // no allowance: pure logic
+		h := auth.requireAdmin(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { passed = true }))
 		r := httptest.NewRequest(http.MethodPost, "/admin/cleanup", nil)
 		r.Header.Set("Authorization", header)
 		w := httptest.NewRecorder()
@@ -167,9 +169,9 @@ func FuzzIdempotencyKey(f *testing.F) {
 				t.Errorf("Idempotency-Key %q refused with %v", header, err)
 			}
 			return
-		case string(k) != header || header != "" && !wellFormedKey(header):
-			t.Fatalf("Idempotency-Key %q read as %q, want it refused or kept as sent", header, k)
-		case k == "":
+		case k.key != header || header != "" && !wellFormedKey(header):
+			t.Fatalf("Idempotency-Key %q read as %q, want it refused or kept as sent", header, k.key)
+		case k.none():
 			return
 		}
 		checkSealed(t, k, token, sealed)
@@ -183,8 +185,9 @@ func wellFormedKey(k string) bool {
 	return len(k) >= 16 && len(k) <= 255 && !strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e })
 }
 
-// checkSealed checks that a delete token sealed under k opens under k alone, and that no other
-// bytes open at all: a replay hands back exactly the token it stored, or fails.
+// checkSealed checks that a delete token sealed under k opens under k alone (not under another key,
+// nor under the same key from another client), and that no other bytes open at all: a replay hands
+// back exactly the token it stored, or fails.
 func checkSealed(t *testing.T, k idempotencyKey, token string, sealed []byte) {
 	t.Helper()
 	s, err := k.seal(token)
@@ -194,8 +197,12 @@ func checkSealed(t *testing.T, k idempotencyKey, token string, sealed []byte) {
 	if got, err := k.open(s); err != nil || got != token {
 		t.Errorf("open(seal(%q)) = %q, %v", token, got, err)
 	}
-	if _, err := (k + "x").open(s); err == nil {
-		t.Errorf("a token sealed under %q opened under another key", k)
+	if _, err := (idempotencyKey{key: k.key + "x", client: k.client}).open(s); err == nil {
+		t.Errorf("a token sealed under %q opened under another key", k.key)
+	}
+	other := idempotencyKey{key: k.key, client: k.client + "1"}
+	if _, err := other.open(s); err == nil || bytes.Equal(other.lookupHash(), k.lookupHash()) {
+		t.Errorf("the key %q of another client finds or opens the first client's token", k.key)
 	}
 	s[len(s)-1] ^= 1
 	if _, err := k.open(s); err == nil {

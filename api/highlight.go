@@ -47,13 +47,23 @@ var tooLargeToShow = rendered{Omitted: "This paste is too large to show here. Op
 // renderContent highlights content with the language asked for, else one guessed from the file
 // name or the content itself, else shows it as plain text.
 func renderContent(content []byte, language, filename string) rendered {
+	return renderLines(content, func() ([][]chroma.Token, string) { return highlightLines(content, language, filename) })
+}
+
+// renderPlain shows content as plain text without running a lexer: it costs next to nothing.
+func renderPlain(content []byte) rendered {
+	return renderLines(content, func() ([][]chroma.Token, string) { return nil, "" })
+}
+
+// renderLines renders content as the lines highlight returns, or as plain text when it returns nil.
+func renderLines(content []byte, highlight func() ([][]chroma.Token, string)) rendered {
 	switch {
 	case len(content) > maxShownBytes:
 		return tooLargeToShow
 	case !utf8.Valid(content) || bytes.IndexByte(content, 0) >= 0:
 		return rendered{Omitted: "This paste is not text. Download it to see it."}
 	}
-	lines, name := highlightLines(content, language, filename)
+	lines, name := highlight()
 	if lines == nil {
 		lines, name = plainLines(content), "Plain text"
 	}

@@ -13,32 +13,51 @@ import (
 	"time"
 )
 
-// idempotencyKey is a client's Idempotency-Key. The raw key never reaches the database: it is looked
-// up by one hash and seals the delete token with another, so a replay can hand the token back to the
-// client that holds the key, and a copy of the database alone cannot.
-type idempotencyKey string
+// idempotencyKey is a client's Idempotency-Key, bound to the client that sent it. The raw key never
+// reaches the database: it is looked up by one hash and seals the delete token with another, so a
+// replay can hand the token back to the client that holds the key, and a copy of the database alone
+// cannot.
+//
+// Both hashes cover the client too (its rate-limit bucket: an address, or an IPv6 /64). A key is a
+// client's own name for its request, not a secret: anyone who learns it, or picks the same one,
+// would otherwise be answered the first creator's paste and delete token. Another client's key of
+// the same text is another key, and makes a paste of its own.
+type idempotencyKey struct {
+	key    string // as the client sent it; empty: none
+	client string
+}
 
 // readIdempotencyKey reads the optional Idempotency-Key header. Keys must be long enough not to be
 // guessed, since a matching key and request replay the first answer, delete token included.
 func readIdempotencyKey(r *http.Request) (idempotencyKey, error) {
 	k := r.Header.Get("Idempotency-Key")
 	if k == "" {
-		return "", nil
+		return idempotencyKey{}, nil
 	}
 	if len(k) < 16 || len(k) > 255 {
-		return "", errBadIdempotency.withDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
+		return idempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x21 || k[i] > 0x7e {
-			return "", errBadIdempotency.withDetail("Idempotency-Key must be printable ASCII without spaces.")
+			return idempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be printable ASCII without spaces.")
 		}
 	}
-	return idempotencyKey(k), nil
+	return idempotencyKey{key: k, client: rateKey(r.Context())}, nil
 }
 
+// none reports whether the request carried no Idempotency-Key.
+func (k idempotencyKey) none() bool { return k.key == "" }
+
+// derive hashes the purpose, the client and the key, each length-prefixed, so that no two
+// different pairs of client and key hash alike.
 func (k idempotencyKey) derive(purpose string) []byte {
-	h := sha256.Sum256([]byte("pastebin idempotency " + purpose + "\x00" + string(k)))
-	return h[:]
+	h := sha256.New()
+	h.Write([]byte("pastebin idempotency " + purpose))
+	for _, s := range []string{k.client, k.key} {
+		_ = binary.Write(h, binary.BigEndian, uint32(len(s)))
+		h.Write([]byte(s))
+	}
+	return h.Sum(nil)
 }
 
 // lookupHash is how the key is stored.

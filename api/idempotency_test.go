@@ -2,9 +2,12 @@ package api_test
 
 import (
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+
+	"pastebin/api"
 )
 
 func TestIdempotencyKey(t *testing.T) {
@@ -70,5 +73,44 @@ func TestIdempotencyKeyConcurrentRetries(t *testing.T) {
 	}
 	if got := e.refCount("raced"); got != 1 {
 		t.Errorf("ref_count %d, want 1", got)
+	}
+}
+
+// TestIdempotencyKeyBoundToClient: a key answers its first create again only to the client that sent
+// it. Another client with the same key and the same bytes gets a paste of its own, with its own code
+// and token, never the first creator's.
+func TestIdempotencyKeyBoundToClient(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withConfig(func(c *api.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }))
+	const key = "9b2f6c1e-4f0a-4c39-8d0e-0c5a7e1b2d3f"
+	post := func(client, content string) response {
+		return e.do(e.request(http.MethodPost, "/?expires_in=1h", strings.NewReader(content),
+			"Idempotency-Key", key, "X-Forwarded-For", client))
+	}
+	first := post("198.51.100.1", "the same bytes")
+	other := post("203.0.113.7", "the same bytes")
+	if first.StatusCode != http.StatusCreated || other.StatusCode != http.StatusCreated {
+		t.Fatalf("statuses %d and %d, want 201 twice: %s", first.StatusCode, other.StatusCode, other.body)
+	}
+	if first.text() == other.text() || first.Header.Get("Paste-Delete-Token") == other.Header.Get("Paste-Delete-Token") {
+		t.Errorf("another client with the same key was answered the first paste: %q", other.text())
+	}
+	if other.Header.Get("Idempotent-Replayed") != "" {
+		t.Error("another client's create is marked as replayed")
+	}
+	if r := post("198.51.100.1", "the same bytes"); r.text() != first.text() || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the first client's retry answered %q, want its own paste again", r.text())
+	}
+	if r := post("203.0.113.7", "the same bytes"); r.text() != other.text() {
+		t.Errorf("the second client's retry answered %q, want its own paste again", r.text())
+	}
+	if r := post("192.0.2.9", "other bytes"); r.StatusCode != http.StatusCreated {
+		t.Errorf("a third client's key of the same text on other bytes: %d, want 201 (its own key)", r.StatusCode)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes`); n != 3 {
+		t.Errorf("pastes %d, want 3", n)
+	}
+	if got := e.refCount("the same bytes"); got != 2 {
+		t.Errorf("ref_count %d, want 2", got)
 	}
 }

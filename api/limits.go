@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,15 +16,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// uploadWait is how long a create waits for an upload slot before it is answered 503.
-const uploadWait = time.Second
-
-// limits are the guards against abuse: per-client rates of creates and of failed deletes, and a
-// bound on the uploads held in memory at once.
+// limits are the guards against abuse: per-client rates of creates and of failed deletes, and
+// bounds on the uploads held in memory at once, in all and per client.
 type limits struct {
 	creates  func(http.Handler) http.Handler // the create rate; a pass-through when off
 	failures *failureLimiter                 // nil when off
-	uploads  chan struct{}                   // one token per upload in progress; nil: no bound
+	uploads  *uploadSlots                    // a pass-through when neither bound is set
 	inFlight prometheus.Gauge
 	refused  *prometheus.CounterVec
 }
@@ -35,23 +33,22 @@ func newLimits(cfg Config, deps Deps, ps *pasteService) *limits {
 			Name: "pastebin_uploads_in_flight", Help: "Creates reading or storing a body now.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pastebin_requests_refused_total", Help: "Requests refused by a limit: create_rate, delete_failures, sign_in_failures, uploads.",
+			Name: "pastebin_requests_refused_total",
+			Help: "Requests refused by a limit: create_rate, delete_failures, admin_failures, uploads, client_uploads, upload_rate.",
 		}, []string{"limit"}),
+		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient, cfg.MinUploadRate),
 	}
-	for _, limit := range []string{"create_rate", "delete_failures", "sign_in_failures", "uploads"} {
+	for _, limit := range []string{"create_rate", "delete_failures", "admin_failures", "uploads", "client_uploads", "upload_rate"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a
 		// series that appears at 1.
 		l.refused.WithLabelValues(limit)
 	}
 	deps.Registry.MustRegister(l.inFlight, l.refused)
-	if cfg.MaxConcurrentUploads > 0 {
-		l.uploads = make(chan struct{}, cfg.MaxConcurrentUploads)
-	}
 	if cfg.CreateRate.On() {
 		l.creates = l.createLimiter(cfg, deps, ps)
 	}
 	if cfg.DeleteFailureRate.On() {
-		l.failures = &failureLimiter{rl: newRateLimiter("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)}
+		l.failures = &failureLimiter{rl: newClientRate("delete-failures", cfg.DeleteFailureRate, cfg, deps, ps.logger)}
 	}
 	return l
 }
@@ -67,14 +64,14 @@ func (l *limits) guardCreate(writeError func(http.ResponseWriter, *http.Request,
 // createLimiter refuses a client's creates past the create rate, before it takes an upload slot or
 // sends a byte of its body. Every create's answer tells the client its allowance.
 func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(http.Handler) http.Handler {
-	rl := newRateLimiter("create", cfg.CreateRate, cfg, deps, ps.logger)
+	rl := newClientRate("create", cfg.CreateRate, cfg, deps, ps.logger)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			v := rl.allow(r.Context(), rateKey(r.Context()))
-			v.setHeaders(w.Header(), rl.rate)
-			if !v.allowed {
+			setRateHeaders(w.Header(), v, rl.rate)
+			if !v.Allowed {
 				l.refused.WithLabelValues("create_rate").Inc()
-				ps.writeError(w, r, rateLimited(rl.rate, "pastes created", v.retryAfter))
+				ps.writeError(w, r, rateLimited(rl.rate, "pastes created", v.RetryAfter))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -82,43 +79,12 @@ func (l *limits) createLimiter(cfg Config, deps Deps, ps *pasteService) func(htt
 	}
 }
 
-// inUploadSlot bounds the creates that read and store a body at once. Each may hold up to the
-// paste size limit in memory, so the bound caps that memory however many clients upload. Over it,
-// a create waits up to uploadWait: that absorbs a burst of ordinary uploads, which finish in
-// milliseconds, at the cost of a goroutine and an unread connection, not of a body in memory.
-// Past the wait it is answered 503 with Retry-After rather than queued without end. A slow upload
-// keeps its slot until the server's read timeout cuts it off.
-func (l *limits) inUploadSlot(writeError func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
-	if l.uploads == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		wait := time.NewTimer(uploadWait)
-		defer wait.Stop()
-		select {
-		case l.uploads <- struct{}{}:
-		case <-wait.C:
-			l.refused.WithLabelValues("uploads").Inc()
-			writeError(w, r, errBusy.withDetail("Too many uploads are in progress. Try again shortly.").withRetryAfter(time.Second))
-			return
-		case <-r.Context().Done():
-			return // the client gave up waiting
-		}
-		l.inFlight.Inc()
-		defer func() {
-			l.inFlight.Dec()
-			<-l.uploads
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
 // failureLimiter counts a client's failed deletes (a wrong token): guessing tokens is the abuse it
 // stops, so a right token or a malformed request costs nothing. A client past the limit is refused
 // every delete, before its token is checked, until its allowance earns one back, so that even a
 // right guess then tells it nothing.
 type failureLimiter struct {
-	rl *rateLimiter
+	rl *clientRate
 }
 
 // exhausted reports whether the client of ctx has used up its failures, and when it may try again.
@@ -127,7 +93,7 @@ func (f *failureLimiter) exhausted(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	v := f.rl.check(ctx, rateKey(ctx))
-	return v.retryAfter, !v.allowed
+	return v.RetryAfter, !v.Allowed
 }
 
 // failed counts one failure of the client of ctx.
@@ -148,19 +114,24 @@ func rateLimited(rate Rate, what string, retry time.Duration) *problem {
 type clientCtxKey struct{}
 
 // identifyClients resolves the address each request comes from, for the rate limits and the access
-// log: the TCP peer, unless the peer is in a trusted proxy range; then the rightmost address of
-// X-Forwarded-For outside those ranges, or else X-Real-IP. Anyone can write those headers, so they
-// are never read from another peer (peers.md: a spoofed X-Forwarded-For bought transfer.sh clients
-// a fresh rate bucket per request). chi's ClientIPFrom* middlewares do the parsing.
-func identifyClients(trusted []netip.Prefix) func(http.Handler) http.Handler {
+// log: the TCP peer, unless the peer is in a trusted proxy range; then the address in the one header
+// the proxy sets (header: X-Forwarded-For, its rightmost entry outside those ranges, or a header of
+// one address such as X-Real-IP). Anyone can write any header, so only that one is believed, and
+// only from a trusted peer: behind a proxy that sets X-Real-IP and passes X-Forwarded-For on as the
+// client wrote it, believing X-Forwarded-For too would give a client a fresh rate bucket per
+// request. chi's ClientIPFrom* middlewares do the parsing.
+func identifyClients(trusted []netip.Prefix, header string) func(http.Handler) http.Handler {
 	resolve := middleware.ClientIPFromRemoteAddr
 	if len(trusted) > 0 {
 		cidrs := make([]string, len(trusted))
 		for i, p := range trusted {
 			cidrs[i] = p.String()
 		}
-		fromXFF, fromRealIP := middleware.ClientIPFromXFF(cidrs...), middleware.ClientIPFromHeader("X-Real-IP", cidrs...)
-		resolve = func(next http.Handler) http.Handler { return fromRealIP(fromXFF(next)) } // XFF, run last, wins
+		if header = http.CanonicalHeaderKey(cmp.Or(header, forwardedFor)); header == forwardedFor {
+			resolve = middleware.ClientIPFromXFF(cidrs...)
+		} else {
+			resolve = middleware.ClientIPFromHeader(header, cidrs...)
+		}
 	}
 	return func(next http.Handler) http.Handler {
 		return resolve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +149,9 @@ func identifyClients(trusted []netip.Prefix) func(http.Handler) http.Handler {
 		}))
 	}
 }
+
+// forwardedFor is the default client address header: a list that each proxy appends to.
+const forwardedFor = "X-Forwarded-For"
 
 // httpsCtxKey marks a request that a trusted proxy received over HTTPS (X-Forwarded-Proto).
 type httpsCtxKey struct{}

@@ -185,6 +185,7 @@ func TestClientBehindProxies(t *testing.T) {
 			}
 		})
 	}
+	clientIPHeader := func(h string) envOption { return withConfig(func(c *api.Config) { c.ClientIPHeader = h }) }
 	type step struct {
 		headers []string
 		want    int
@@ -202,16 +203,25 @@ func TestClientBehindProxies(t *testing.T) {
 			{[]string{"X-Forwarded-For", "198.51.100.1"}, 201},
 			{[]string{"X-Forwarded-For", "198.51.100.2"}, 429},
 		}},
-		{"trusted proxy", []envOption{trust("127.0.0.0/8", "::1/128")}, []step{
+		{"trusted proxy, X-Forwarded-For", []envOption{trust("127.0.0.0/8", "::1/128")}, []step{
 			{[]string{"X-Forwarded-For", "203.0.113.1"}, 201},
 			{[]string{"X-Forwarded-For", "203.0.113.1"}, 429},
 			{[]string{"X-Forwarded-For", "203.0.113.2, 127.0.0.9"}, 201}, // the rightmost untrusted hop
 			// The client wrote the leftmost entry; the proxy appended the address it saw.
 			{[]string{"X-Forwarded-For", "203.0.113.99, 203.0.113.2"}, 429},
-			{[]string{"X-Real-IP", "203.0.113.3"}, 201},
-			{nil, 201}, // the proxy named no one: its own address
 			{[]string{"X-Forwarded-For", "2001:db8::1"}, 201},
 			{[]string{"X-Forwarded-For", "2001:db8::2"}, 429}, // the same /64
+			{nil, 201}, // the proxy named no one: its own address
+			// X-Real-IP is not the header this proxy sets: a client wrote it, and gets the proxy's bucket.
+			{[]string{"X-Real-IP", "203.0.113.3"}, 429},
+		}},
+		{"trusted proxy, X-Real-IP", []envOption{trust("127.0.0.0/8", "::1/128"), clientIPHeader("X-Real-IP")}, []step{
+			{[]string{"X-Real-IP", "203.0.113.1"}, 201},
+			// The proxy passes on the X-Forwarded-For the client wrote: it buys no fresh bucket.
+			{[]string{"X-Real-IP", "203.0.113.1", "X-Forwarded-For", "198.51.100.7"}, 429},
+			{[]string{"X-Real-IP", "203.0.113.4", "X-Forwarded-For", "203.0.113.1"}, 201},
+			{[]string{"X-Forwarded-For", "198.51.100.8"}, 201}, // no X-Real-IP: the proxy's own address
+			{[]string{"X-Forwarded-For", "198.51.100.9"}, 429},
 		}},
 	}
 	for _, tt := range tests {

@@ -79,9 +79,9 @@ func (h requestIDHandler) WithGroup(name string) slog.Handler {
 
 // observeRequests writes one access log line per request (method, route pattern, status, duration,
 // bytes written, the client's address) and records the request in the HTTP metrics: one wrapper and
-// one clock for both. Never the raw path or query: a paste's code is what lets anyone read it, so
-// logs name routes, not pastes. Probes and scrapes are logged at debug level, where their steady
-// beat does not bury the requests of people.
+// one clock for both. The method is methodLabel's, as the metrics have it. Never the raw path or
+// query: a paste's code is what lets anyone read it, so logs name routes, not pastes. Probes and
+// scrapes are logged at debug level, where their steady beat does not bury the requests of people.
 func observeRequests(logger *slog.Logger, metrics *httpMetrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -89,12 +89,13 @@ func observeRequests(logger *slog.Logger, metrics *httpMetrics) func(http.Handle
 			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 			next.ServeHTTP(sw, r)
 			took, route := time.Since(start), routePattern(r)
-			metrics.record(route, r.Method, sw.status, took)
+			method := methodLabel(r)
+			metrics.record(route, method, sw.status, took)
 			level := slog.LevelInfo
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 				level = slog.LevelDebug
 			}
-			logger.LogAttrs(r.Context(), level, "request", slog.String("method", r.Method), slog.String("route", route),
+			logger.LogAttrs(r.Context(), level, "request", slog.String("method", method), slog.String("route", route),
 				slog.Int("status", sw.status), slog.Duration("duration", took),
 				slog.Int64("bytes", sw.bytes), slog.String("client", clientAddr(r.Context())))
 		})

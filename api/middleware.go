@@ -77,7 +77,9 @@ func headerSize(r *http.Request) int {
 	return n
 }
 
-// httpMetrics counts requests and times them by route pattern (never the raw path), method and status.
+// httpMetrics counts requests and times them by route pattern (never the raw path), method and
+// status. Every label comes from a closed set the server names (methodLabel: "other" for a method
+// it does not know), never from what a client wrote: each value is a series kept for good.
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec

@@ -31,6 +31,8 @@ type pasteService struct {
 	web     *webUI // the browser pages, which errors are shown as when a browser asks
 	limits  *limits
 	lookups cacheLookups
+	// uploadTimes are the latest uploads' durations, which a create of stored content waits as.
+	uploadTimes *uploadTimes
 }
 
 // createInput is a decoded create request, whichever way it came in.
@@ -52,14 +54,15 @@ type createdPaste struct {
 }
 
 // create stores a paste (DESIGN.md, Create): the dedup fast path first, with no upload at all;
-// otherwise an upload to a fresh key, then the content row and the paste in one transaction.
+// otherwise an upload to a fresh key, then the content row and the paste in one transaction. Which
+// of the two it took does not show in when it answers (storePaste).
 func (ps *pasteService) create(ctx context.Context, in createInput, idem idempotencyKey) (createdPaste, error) {
 	lifetime, err := ps.cfg.Expiry.parseExpiresIn(in.expiresIn)
 	if err != nil {
 		return createdPaste{}, err
 	}
 	fp := fingerprint(in, lifetime)
-	if idem != "" {
+	if !idem.none() {
 		if c, err := ps.replay(ctx, idem, fp); !errors.Is(err, errNoRecord) {
 			return c, err
 		}
@@ -68,10 +71,7 @@ func (ps *pasteService) create(ctx context.Context, in createInput, idem idempot
 	if err != nil {
 		return createdPaste{}, err
 	}
-	p, err := ps.store.CreatePasteShared(ctx, np)
-	if errors.Is(err, store.ErrNoContent) {
-		p, err = ps.createWithUpload(ctx, np, in.content)
-	}
+	p, err := ps.storePaste(ctx, np, in.content)
 	if errors.Is(err, store.ErrIdempotencyRace) {
 		return ps.replay(ctx, idem, fp)
 	}
@@ -93,7 +93,7 @@ func (ps *pasteService) newPaste(in createInput, lifetime time.Duration, idem id
 	if lifetime > 0 {
 		np.ExpiresAt = ps.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision
 	}
-	if idem != "" {
+	if !idem.none() {
 		sealed, err := idem.seal(token)
 		if err != nil {
 			return store.NewPaste{}, "", err
@@ -113,8 +113,11 @@ func (ps *pasteService) createWithUpload(ctx context.Context, np store.NewPaste,
 	}
 	p, err := ps.store.CreatePasteWithBlob(ctx, np, key)
 	if err != nil {
-		// No content row names the upload: queue it now rather than leave it to the orphan sweeper.
-		if qerr := ps.store.EnqueueBlobDeletions(context.WithoutCancel(ctx), []string{key}); qerr != nil {
+		// No content row names the upload, unless the create failed only in our eyes: a client that
+		// hangs up during the COMMIT cancels ctx, and the server commits all the same. So the upload
+		// is queued held back for the orphan grace period, never due now, rather than left to the
+		// orphan sweeper.
+		if qerr := ps.store.EnqueueAbandonedUploads(context.WithoutCancel(ctx), []string{key}); qerr != nil {
 			ps.logger.WarnContext(ctx, "abandoned upload left to the orphan sweeper", "blob_key", key, "err", qerr)
 		}
 	}

@@ -5,163 +5,45 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync/atomic"
 	"time"
-
-	"github.com/go-redis/redis_rate/v10"
-	lru "github.com/hashicorp/golang-lru/v2"
-	"github.com/redis/go-redis/v9"
-	"golang.org/x/time/rate"
 
 	"pastebin/cache"
 )
 
-// localClients bounds the clients a process counts in memory (while Redis is down, or without
-// Redis): the least recently seen are forgotten first, which only ever gives one a fresh allowance.
-// At about 200 bytes a client, the bound keeps the counts under 20MB whoever sends requests.
-const localClients = 100_000
-
-// redisRecheck is how long a limiter counts in memory after Redis failed before it asks Redis again,
-// so that while Redis is down a request does not wait on it first.
-const redisRecheck = time.Second
-
-// rateLimiter counts a rate per client with GCRA (the generic cell rate algorithm): a client may
-// spend its whole allowance at once, then earns one request back every Window/Requests. With Redis
-// the counts live there, so the replicas add up to one limit (peers.md 5.10: in-memory limiters
-// multiply by the replica count): redis_rate keeps one key per client, read and written by one Lua
-// script on that key alone, so it works the same on one server and on a Redis Cluster, and
-// concurrent requests go to Redis concurrently. When Redis fails, the process counts in its own
-// memory with golang.org/x/time/rate, the same algorithm, until Redis answers again (DESIGN: Redis
-// down means slower, not broken); while that lasts each replica allows the whole limit.
-type rateLimiter struct {
-	name       string
-	rate       Rate
-	redis      *redis_rate.Limiter // nil: counted in this process alone
-	keyPrefix  string
-	local      *lru.Cache[string, *rate.Limiter]
-	localUntil atomic.Int64 // Unix nanoseconds before which Redis is not asked
-	outage     cache.Outage // Redis failing for this limit, logged once per outage
-	logger     *slog.Logger
+// clientRate is one of the API's per-client rate limits: its rate, counted by a cache.Limiter
+// (in Redis, so that the replicas add up to one limit; in memory while Redis is down).
+type clientRate struct {
+	rate    Rate
+	limiter *cache.Limiter
 }
 
-func newRateLimiter(name string, r Rate, cfg Config, deps Deps, logger *slog.Logger) *rateLimiter {
-	local, err := lru.New[string, *rate.Limiter](localClients)
-	if err != nil {
-		panic(err) // only for a size below 1
-	}
-	l := &rateLimiter{name: name, rate: r, local: local, keyPrefix: cfg.RateKeyPrefix + name + ":", logger: logger}
-	if deps.RateRedis != nil {
-		l.redis = redis_rate.NewLimiter(rateKeys{deps.RateRedis})
-	}
-	return l
+func newClientRate(name string, r Rate, cfg Config, deps Deps, logger *slog.Logger) *clientRate {
+	return &clientRate{rate: r, limiter: cache.NewLimiter(name, deps.RateRedis, cfg.RateKeyPrefix, logger)}
 }
 
-// verdict is what a limiter says of a client.
-type verdict struct {
-	allowed    bool
-	remaining  int           // requests the client may still send at once
-	retryAfter time.Duration // when not allowed: how long until the next request is
-	resetAfter time.Duration // how long until the client's whole allowance is back
+func (c *clientRate) limit() cache.Limit {
+	return cache.Limit{Tokens: c.rate.Requests, Per: c.rate.Window}
 }
 
 // allow counts one request of the client key and says whether it may go on.
-func (l *rateLimiter) allow(ctx context.Context, key string) verdict { return l.count(ctx, key, 1) }
+func (c *clientRate) allow(ctx context.Context, key string) cache.Verdict {
+	return c.limiter.Allow(ctx, key, c.limit(), 1)
+}
 
 // check says whether the client key could send one more request now, without counting one.
-func (l *rateLimiter) check(ctx context.Context, key string) verdict {
-	v := l.count(ctx, key, 0)
-	v.allowed = v.remaining >= 1
-	if !v.allowed {
-		// The allowance comes back one request at a time: the last one first.
-		v.retryAfter = v.resetAfter - time.Duration(l.rate.Requests-1)*l.interval()
-	}
-	return v
+func (c *clientRate) check(ctx context.Context, key string) cache.Verdict {
+	return c.limiter.Peek(ctx, key, c.limit(), 1)
 }
 
-func (l *rateLimiter) interval() time.Duration { return l.rate.Window / time.Duration(l.rate.Requests) }
-
-// count takes n requests (0: none, to look) from the client's allowance in Redis, or in memory while
-// Redis fails.
-func (l *rateLimiter) count(ctx context.Context, key string, n int) verdict {
-	if l.redis == nil || time.Now().UnixNano() < l.localUntil.Load() {
-		return l.countLocally(key, n)
-	}
-	limit := redis_rate.Limit{Rate: l.rate.Requests, Burst: l.rate.Requests, Period: l.rate.Window}
-	// Not cut short by a client that goes away: that would read as Redis failing.
-	res, err := l.redis.AllowN(context.WithoutCancel(ctx), l.keyPrefix+key, limit, n)
-	if err != nil {
-		l.localUntil.Store(time.Now().Add(redisRecheck).UnixNano())
-		if l.outage.Failed() {
-			// Logged without a request's context: the switch is the process's, not a request's.
-			l.logger.Warn("redis unavailable: rate limit counted in this process only", "limit", l.name, "err", err)
-		}
-		return l.countLocally(key, n)
-	}
-	if l.outage.Succeeded() {
-		l.logger.Info("rate limit counted in redis again", "limit", l.name)
-	}
-	return verdict{allowed: res.Allowed > 0, remaining: res.Remaining, retryAfter: res.RetryAfter, resetAfter: res.ResetAfter}
+// refund gives the client key back the one request that allow took.
+func (c *clientRate) refund(ctx context.Context, key string) {
+	c.limiter.Refund(ctx, key, c.limit(), 1)
 }
 
-func (l *rateLimiter) countLocally(key string, n int) verdict {
-	lim, ok := l.local.Get(key)
-	if !ok {
-		fresh := rate.NewLimiter(rate.Every(l.interval()), l.rate.Requests)
-		if lim, ok, _ = l.local.PeekOrAdd(key, fresh); !ok {
-			lim = fresh
-		}
-	}
-	now := time.Now()
-	allowed := lim.AllowN(now, n)
-	tokens := lim.TokensAt(now)
-	v := verdict{allowed: allowed && n > 0, remaining: max(0, int(tokens)), resetAfter: l.tokensTime(float64(l.rate.Requests) - tokens)}
-	if !allowed {
-		v.retryAfter = l.tokensTime(float64(n) - tokens)
-	}
-	return v
-}
-
-// tokensTime is how long the allowance takes to earn back n requests.
-func (l *rateLimiter) tokensTime(n float64) time.Duration {
-	return time.Duration(max(0, n) * float64(l.interval()))
-}
-
-// setHeaders tells the client its allowance: X-RateLimit-Limit (requests per window),
+// setRateHeaders tells the client its allowance: X-RateLimit-Limit (requests per window),
 // -Remaining (requests it may send at once), -Reset (Unix seconds when all of it is back).
-func (v verdict) setHeaders(h http.Header, r Rate) {
+func setRateHeaders(h http.Header, v cache.Verdict, r Rate) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(r.Requests))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(v.remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(v.resetAfter+time.Second-1).Unix(), 10))
-}
-
-// rateKeys gives redis_rate the keys asked for: it names each "rate:" + key, which would put the
-// rate limits outside PASTEBIN_REDIS_PREFIX (and outside an ACL that allows only that prefix).
-type rateKeys struct{ redis.UniversalClient }
-
-func unprefixed(keys []string) []string {
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k[len("rate:"):]
-	}
-	return out
-}
-
-func (r rateKeys) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return r.UniversalClient.Eval(ctx, script, unprefixed(keys), args...)
-}
-
-func (r rateKeys) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return r.UniversalClient.EvalSha(ctx, sha1, unprefixed(keys), args...)
-}
-
-func (r rateKeys) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return r.UniversalClient.EvalRO(ctx, script, unprefixed(keys), args...)
-}
-
-func (r rateKeys) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return r.UniversalClient.EvalShaRO(ctx, sha1, unprefixed(keys), args...)
-}
-
-func (r rateKeys) Del(ctx context.Context, keys ...string) *redis.IntCmd {
-	return r.UniversalClient.Del(ctx, unprefixed(keys)...)
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(v.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(v.ResetAfter+time.Second-1).Unix(), 10))
 }

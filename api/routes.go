@@ -13,8 +13,10 @@ import (
 // routes lists the whole HTTP surface.
 func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r := chi.NewRouter()
-	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies, cfg.ClientIPHeader), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
+		recoverPanics(deps.Logger, ps.writeError), securityHeaders, strictTransport(cfg.HSTSMaxAge),
+		limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
+		refuseUnknownMethods(ps.writeError), refuseCrossSite(cfg.BaseURL, http.HandlerFunc(ps.answerCrossSite)),
 		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own
 		// runs the GET handler, whose body net/http drops, so it answers exactly GET's headers.
 		middleware.GetHead)
@@ -24,7 +26,7 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 	r.NotFound(notFound)
 	refuse := func(w http.ResponseWriter, req *http.Request, detail string) {
 		allowed := slices.DeleteFunc(allowedMethods(r, req), func(m string) bool { return m == req.Method })
-		if len(allowed) == 0 { // a method chi does not know, on a path nothing is at
+		if len(allowed) == 0 { // nothing is served at this path at all
 			notFound(w, req)
 			return
 		}

@@ -50,6 +50,8 @@ func TestCreateCurlForms(t *testing.T) {
 		{"multipart content field", e.request(http.MethodPost, "/", mpText, "Content-Type", mpTextType), "from a form field", "", ""},
 		{"empty file beside a content field", e.request(http.MethodPost, "/", &mpEmptyFile, "Content-Type", mpEmptyFileType), "the field, not the empty file", "", ""},
 		{"PUT keeps the file name", e.request(http.MethodPut, "/main.go", strings.NewReader("package main\n")), "package main\n", "main.go", ""},
+		// Escapes that are not Go's own (lower-case hex) name the same file as Go's.
+		{"PUT unescapes the file name", e.request(http.MethodPut, "/caf%c3%a9.txt", strings.NewReader("crème")), "crème", "café.txt", ""},
 		{"options as headers", e.request(http.MethodPost, "/", strings.NewReader("hdr"), "Paste-Title", "From headers",
 			"Paste-Expires-In", "10m"), "hdr", "", "From headers"},
 	}

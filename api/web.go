@@ -109,7 +109,7 @@ func (web *webUI) content(r *http.Request, f found) (rendered, error) {
 	if err != nil {
 		return rendered{}, fmt.Errorf("%w: %w", errBlobUnavailable, err)
 	}
-	return renderContent(data, f.paste.Language, f.paste.Filename), nil
+	return web.renders.page(f.paste, data), nil
 }
 
 // handleWebDelete handles POST /{code}/delete, the delete form of pages without JavaScript. The

@@ -35,7 +35,7 @@ func handleWebCreate(web *webUI) http.Handler {
 			web.formError(w, r, in, err)
 			return
 		}
-		c, err := ps.create(r.Context(), in, "")
+		c, err := ps.create(r.Context(), in, idempotencyKey{})
 		if err != nil {
 			web.formError(w, r, in, err)
 			return

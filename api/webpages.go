@@ -26,6 +26,7 @@ const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-sr
 // webUI is the browser frontend: the pages and the files they use.
 type webUI struct {
 	ps        *pasteService
+	renders   *renderer
 	assets    assets
 	pages     map[string]*template.Template
 	expiries  []expiryChoice
@@ -34,9 +35,9 @@ type webUI struct {
 
 // newWebUI parses the embedded templates and prepares the static files. A template that does not
 // parse is a broken build, so it panics, and every test catches it.
-func newWebUI(ps *pasteService) *webUI {
+func newWebUI(ps *pasteService, renders *renderer) *webUI {
 	web := &webUI{
-		ps: ps, assets: newAssets(map[string][]byte{"highlight.css": highlightCSS()}),
+		ps: ps, renders: renders, assets: newAssets(map[string][]byte{"highlight.css": highlightCSS()}),
 		pages: map[string]*template.Template{}, expiries: expiryChoices(ps.cfg.Expiry), languages: languageChoices,
 	}
 	for _, name := range []string{"index", "paste", "error"} {
@@ -89,6 +90,7 @@ type errorData struct {
 	Detail  string
 	Hint    string
 	Back    string // the paste's page, when the error is a form on it to fill in again
+	Gone    string // the paste the error says is gone (404, 410, 451): the page's script forgets its token
 }
 
 // errorPage answers a problem as a page in the site's style: its status, a heading and what to do.
@@ -112,6 +114,9 @@ func (web *webUI) errorPage(w http.ResponseWriter, r *http.Request, p *problem) 
 	}
 	if p.name == errInternal.name {
 		d.Detail = "" // "internal error" says nothing the heading does not
+	}
+	if p.status == http.StatusNotFound || p.status == http.StatusGone || p.name == errLegalTakedown.name {
+		d.Gone = chi.URLParam(r, "code")
 	}
 	refusedForm := p.status == http.StatusBadRequest || p.status == http.StatusForbidden || p.status == http.StatusTooManyRequests
 	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && refusedForm {

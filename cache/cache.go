@@ -1,6 +1,7 @@
-// Package cache is the Redis side of the pastebin: the read cache of pastes, its invalidation, and
-// the cleanup lock. Redis down means slower, never wrong: a failed read is a cache miss, and a
-// delete marker that could not be written is reported, so that the delete is not confirmed.
+// Package cache is the Redis side of the pastebin: the read cache of pastes, its invalidation, the
+// cleanup lock, and the rate limits that every replica counts together (Limiter). Redis down means
+// slower, never wrong: a failed read is a cache miss, and a delete marker that could not be written
+// is reported, so that the delete is not confirmed.
 package cache
 
 import (

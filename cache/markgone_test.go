@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -27,8 +28,12 @@ func testMarkGoneWhileClientThinksRedisDown(t *testing.T, kind cachetest.Kind) {
 	other, prefix := cachetest.NewOf(t, kind, logger)
 	now := time.Now()
 	ctx := context.Background()
-	other.Put(ctx, other.Get(ctx, "abcdefghijk", now), cache.Paste{Code: "abcdefghijk", Size: 2, CreatedAt: now,
-		Content: []byte("hi")}, time.Hour, now)
+	// On a cluster, a breaker per master: an entry on each, each behind its own open breaker.
+	codes := cachetest.OnEveryMaster(t, cachetest.ClientOf(t, kind), other.Key, func(i int) string { return fmt.Sprintf("code%07d", i) })
+	for _, code := range codes {
+		other.Put(ctx, other.Get(ctx, code, now), cache.Paste{Code: code, Size: 2, CreatedAt: now,
+			Content: []byte("hi")}, time.Hour, now)
+	}
 
 	var down atomic.Bool
 	c := refusingCache(t, cachetest.URL(t, kind), prefix, cache.ClientOptions{
@@ -37,19 +42,25 @@ func testMarkGoneWhileClientThinksRedisDown(t *testing.T, kind cachetest.Kind) {
 	}, func(string) bool { return down.Load() })
 	rdb := c.Client()
 	down.Store(true)
-	for range 3 * (breakablePoolSize + 1) { // on a cluster, for each of the three masters
-		_ = rdb.Get(ctx, c.Key("abcdefghijk")).Err() // enough dial failures to open the breaker
+	for _, code := range codes {
+		for range 3 * (breakablePoolSize + 1) {
+			_ = rdb.Get(ctx, c.Key(code)).Err() // enough dial failures to open the breaker of its master
+		}
 	}
 	down.Store(false)
-	if err := rdb.Get(ctx, c.Key("abcdefghijk")).Err(); err == nil {
-		t.Fatal("the client's dial circuit breaker did not open: the test proves nothing")
+	for _, code := range codes {
+		if err := rdb.Get(ctx, c.Key(code)).Err(); err == nil {
+			t.Fatalf("the dial circuit breaker of %s's master did not open: the test proves nothing", code)
+		}
 	}
 
-	if err := c.MarkGone(ctx, "abcdefghijk", "owner"); err != nil {
-		t.Fatalf("MarkGone with Redis up: %v", err)
-	}
-	if l := other.Get(ctx, "abcdefghijk", time.Now()); l.Result != cache.Gone || l.Reason != "owner" {
-		t.Errorf("after MarkGone, another replica's Get = %v %q, want Gone \"owner\"", l.Result, l.Reason)
+	for _, code := range codes {
+		if err := c.MarkGone(ctx, code, "owner"); err != nil {
+			t.Fatalf("MarkGone %s with Redis up: %v", code, err)
+		}
+		if l := other.Get(ctx, code, time.Now()); l.Result != cache.Gone || l.Reason != "owner" {
+			t.Errorf("after MarkGone %s, another replica's Get = %v %q, want Gone \"owner\"", code, l.Result, l.Reason)
+		}
 	}
 }
 

@@ -153,3 +153,48 @@ func (e *env) waitForLockWaiter() int {
 	})
 	return pid
 }
+
+// TestFinishEndsBeforeTheWatchdog: a batch's finishing transaction waits for a content row's lock
+// that is never released. Its attempts and retries end within half of StuckAfter after the claim
+// (finishDeadline), and the batch goes back to the queue, well before the watchdog would hand its
+// rows to another worker. Per attempt alone (stageTimeout) and its retries, it would go on for
+// minutes, past StuckAfter.
+func TestFinishEndsBeforeTheWatchdog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.seed(storetest.SeedSpec{Pastes: 60, Expired: 50, Shared: 0.4, Tag: "F"})
+	ctx := context.Background()
+	holder, err := e.store.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx)
+	if _, err := holder.Exec(ctx, `SELECT 1 FROM content FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	const stuckAfter = 6 * time.Second
+	x := e.expirer(1, func(c *Config) { c.StuckAfter = stuckAfter })
+	done := make(chan store.Run, 1)
+	go func() { done <- e.runOnceNoFatal(x) }()
+	var r store.Run
+	select {
+	case r = <-done:
+	case <-time.After(stuckAfter): // the run began before its claim: the claim is younger than this
+		holder.Rollback(ctx)
+		<-done
+		t.Fatalf("the finish of a batch went on for more than StuckAfter (%s) after its claim", stuckAfter)
+	}
+	if r.Tombstoned != 0 || r.Errors == 0 || !strings.Contains(r.LastError, "deadline") {
+		t.Errorf("run %s %+v (%s); want nothing tombstoned and the batch given up at its deadline", r.Status, r.RunCounts, r.LastError)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
+		t.Errorf("%d rows left claimed, want the batch handed back to the queue", n)
+	}
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.runOnce(x); r.Tombstoned != 50 {
+		t.Errorf("the next run tombstoned %d, want the 50 handed back", r.Tombstoned)
+	}
+	e.audit().Consistent(t)
+}

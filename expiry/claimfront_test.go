@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"pastebin/store"
 )
 
 // TestClaimsLookBackFromTheFront: claims start where the worker's last one ended, so a row the
@@ -30,7 +28,7 @@ func TestClaimsLookBackFromTheFront(t *testing.T) {
 	}
 
 	x := e.expirer(1, func(c *Config) { c.BatchSize = 10 })
-	claims := make(chan store.Claim)
+	claims := make(chan batch)
 	go func() { x.claimBatches(ctx, &run{}, claims); close(claims) }()
 	var got []string
 	for c := range claims {

@@ -25,22 +25,23 @@ type Config struct {
 	Workers            int           // cleanup workers in this process; 0 runs no cleanup here
 	BatchSize          int           // pastes per claim; at most blob.MaxDeleteKeys blobs per S3 call anyway
 	Schedule           string        // cron expression or @every; runs start on it (UTC)
-	StuckAfter         time.Duration // the watchdog resets claims older than this
+	StuckAfter         time.Duration // the watchdog resets claims older than this; a finish ends within half of it
 	WatchdogEvery      time.Duration
 	OutboxEvery        time.Duration // the blob deleter's period when nobody kicks it
 	SweepSchedule      string        // the orphan sweeper's cron expression or @every; empty: never
 	OrphanGrace        time.Duration // the sweeper leaves younger objects alone
 	TombstoneRetention time.Duration
-	Host               string // names this process in run reports
+	AuditRetention     time.Duration // admin audit entries older than this are purged; 0: kept forever
+	Host               string        // names this process in run reports
 	Pacing             Pacing
 }
 
-// DefaultConfig is the configuration the README documents.
+// DefaultConfig is the configuration docs/configuration.md documents.
 func DefaultConfig() Config {
 	return Config{
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
-		OrphanGrace: 24 * time.Hour, TombstoneRetention: 30 * 24 * time.Hour,
+		OrphanGrace: store.DefaultOrphanGrace, TombstoneRetention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 		Pacing: Pacing{Mode: PacingAuto, MinRate: 1000, Target: 100 * time.Millisecond},
 	}
 }
@@ -99,6 +100,9 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks L
 	logger *slog.Logger, reg prometheus.Registerer) (*Expirer, error) {
 	if cfg.BatchSize <= 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("cleanup: batch size %d and workers %d must be positive", cfg.BatchSize, cfg.Workers)
+	}
+	if cfg.StuckAfter <= 0 {
+		return nil, fmt.Errorf("cleanup: stuck-after %s must be positive", cfg.StuckAfter)
 	}
 	if err := cfg.Pacing.validate(); err != nil {
 		return nil, fmt.Errorf("cleanup: %w", err)

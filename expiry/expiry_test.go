@@ -3,6 +3,7 @@ package expiry
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,35 +105,59 @@ func testRunReports(t *testing.T, kind cachetest.Kind) {
 	}
 }
 
-// TestWatchdog: rows stuck in DELETION_IN_PROGRESS past the timeout return to NOT_EXPIRED and the
-// next run finishes them, once.
+// TestWatchdog: rows stuck in DELETION_IN_PROGRESS past the timeout return to NOT_EXPIRED and are
+// finished once. The worker that claimed them and stalled comes back in the worst order: after the
+// watchdog returned its rows and another worker claimed them, before that worker finishes. Its
+// finish and its hand-back must change nothing of the other claim, which then finishes every row
+// itself: one tombstone and one release per paste, the counts as the database shows them.
 func TestWatchdog(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.seed(storetest.SeedSpec{Pastes: 500, Expired: 300, Shared: 0.5, Tag: "W"})
-	claim, err := e.store.ClaimExpired(context.Background(), 120, time.Time{}, nil) // a worker that died after this
-	if err != nil || len(claim.Codes) != 120 {
-		t.Fatalf("claim: %d rows, %v", len(claim.Codes), err)
+	ctx := context.Background()
+	stalled, err := e.store.ClaimExpired(ctx, 120, time.Time{}, nil) // a worker that stalls after this
+	if err != nil || len(stalled.Codes) != 120 {
+		t.Fatalf("claim: %d rows, %v", len(stalled.Codes), err)
 	}
 	x := e.expirer(2, func(c *Config) { c.StuckAfter = time.Hour })
 	r := e.runOnce(x)
 	if r.ResetStuck != 0 || r.Tombstoned != 180 {
 		t.Fatalf("run with fresh claims: reset %d, tombstoned %d; want 0 and 180", r.ResetStuck, r.Tombstoned)
 	}
-	e.exec(`UPDATE pastes SET deletion_initiated_at = now() - interval '2 hours' WHERE status = 'DELETION_IN_PROGRESS'`)
-	r = e.runOnce(x)
-	if r.ResetStuck != 120 || r.Tombstoned != 120 {
-		t.Errorf("after the timeout: reset %d, tombstoned %d; want 120 and 120", r.ResetStuck, r.Tombstoned)
+
+	x.cfg.StuckAfter = time.Nanosecond // the claim is older than that: the watchdog returns it
+	if n := x.resetStuck(ctx); n != 120 {
+		t.Fatalf("the watchdog reset %d rows, want the stalled claim's 120", n)
 	}
-	// The dead worker's late commit changes nothing: its rows are finished.
-	rel, err := e.store.FinishClaim(context.Background(), claim, 0)
+	current, err := e.store.ClaimExpired(ctx, 1000, time.Time{}, nil) // another worker takes them
+	if err != nil || !sameCodes(current.Codes, stalled.Codes) {
+		t.Fatalf("the second claim took %d rows (%v), want the 120 the watchdog returned", len(current.Codes), err)
+	}
+
+	rel, err := e.store.FinishClaim(ctx, stalled, 0)
 	if err != nil || len(rel.Codes) != 0 || rel.FreedContent != 0 {
-		t.Errorf("a late finish of the old claim: %+v, %v; want no effect", rel, err)
+		t.Errorf("the stalled worker's late finish tombstoned %d pastes and freed %d content rows (%v); want nothing: they are another claim's",
+			len(rel.Codes), rel.FreedContent, err)
+	}
+	if n, err := e.store.ReturnClaim(ctx, stalled); err != nil || n != 0 {
+		t.Errorf("the stalled worker's late hand-back returned %d rows (%v), want 0", n, err)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 120 {
+		t.Errorf("%d rows in the second claim after the late worker, want its 120", n)
+	}
+	rel, err = e.store.FinishClaim(ctx, current, 0)
+	if err != nil || len(rel.Codes) != 120 {
+		t.Errorf("the second claim's finish tombstoned %d pastes (%v), want all 120", len(rel.Codes), err)
 	}
 	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`); n != 300 {
 		t.Errorf("tombstones %d, want 300", n)
 	}
+	x.DrainOutbox(ctx)
 	e.audit().Consistent(t)
+}
+
+func sameCodes(a, b []string) bool {
+	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
 }
 
 // TestWithoutRedis: with Redis unreachable, cleanup is still exactly right, and says it runs without

@@ -210,14 +210,21 @@ func (x *Expirer) waitForRun() {
 	}
 }
 
-// purge deletes tombstones past their retention and Idempotency-Key records past their window.
+// purge deletes tombstones past their retention, Idempotency-Key records past their window, and
+// admin audit entries past theirs (unless they are kept forever).
 func (x *Expirer) purge(ctx context.Context, r *run) {
-	for _, step := range []func(context.Context, int) (int64, error){
+	steps := []func(context.Context, int) (int64, error){
 		func(ctx context.Context, n int) (int64, error) {
 			return x.store.PurgeTombstones(ctx, x.cfg.TombstoneRetention, n)
 		},
 		x.store.PurgeIdempotencyKeys,
-	} {
+	}
+	if x.cfg.AuditRetention > 0 {
+		steps = append(steps, func(ctx context.Context, n int) (int64, error) {
+			return x.store.PurgeAudit(ctx, x.cfg.AuditRetention, n)
+		})
+	}
+	for _, step := range steps {
 		for ctx.Err() == nil {
 			n, err := step(ctx, x.cfg.BatchSize)
 			if err != nil {

@@ -22,6 +22,21 @@ const maxClaimFailures = 3
 // finishing a claimed batch costs less than leaving its rows to the watchdog.
 const stageTimeout = 2 * time.Minute
 
+// batch is a claim on its way to its finishing transaction, with the time by which that must be
+// over, retries included (finishDeadline).
+type batch struct {
+	store.Claim
+	deadline time.Time
+}
+
+// finishDeadline is when the finish of a claim that began at start must be over: half of
+// StuckAfter later. The watchdog returns claims StuckAfter old to the queue, where another worker
+// may take them; a finish that kept going past that would race the new claim. Bounded like this,
+// a batch whose worker is alive is finished or handed back long before the watchdog looks at it,
+// and one whose worker stalled past it (a pause, a partition) finds its rows another claim's and
+// leaves them alone (store.FinishClaim matches the claim's own identity).
+func (x *Expirer) finishDeadline(start time.Time) time.Time { return start.Add(x.cfg.StuckAfter / 2) }
+
 // committed is a finished batch on its way to S3 and Redis.
 type committed struct {
 	codes    []string // every code the batch claimed: their cache entries go
@@ -35,7 +50,7 @@ type committed struct {
 func (x *Expirer) work(ctx context.Context, r *run) {
 	// Unbuffered: the claim stage holds at most one batch beyond the one being finished, so a slow
 	// or dead finishing transaction strands no more than two batches for the watchdog.
-	claims := make(chan store.Claim)
+	claims := make(chan batch)
 	done := make(chan committed, 2)
 	claimCtx, stopClaims := context.WithCancel(ctx)
 	defer stopClaims()
@@ -51,14 +66,15 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 // this worker's last one ended, past the dead index entries of the rows claimed before; only an
 // empty claim from there looks again from the front (rows the watchdog returned, or that a user's
 // transaction held while the claims went by), and only an empty claim from the front ends it.
-func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Claim) {
+func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 	failures := 0
 	var from time.Time
 	for ctx.Err() == nil {
 		if x.pacer.wait(ctx) != nil {
 			return
 		}
-		c, err := x.claim(ctx, from)
+		b, err := x.claim(ctx, from)
+		c := b.Claim
 		if err != nil && ctx.Err() != nil {
 			return // shutting down (or the run's finish failed): not a failure of the claim
 		}
@@ -81,7 +97,7 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 		}
 		from = c.Last
 		r.add(cClaimed, len(c.Codes))
-		out <- c
+		out <- b
 	}
 }
 
@@ -89,9 +105,10 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- store.Cla
 // their content (finish repairs a wrong ref_count and retries a passing failure). A batch that still
 // fails goes back to the queue at once, and the worker stops claiming: whatever failed it would
 // likely fail the next batch too, and the next run takes them all.
-func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan store.Claim, out chan<- committed, stopClaims func()) {
-	for c := range in {
-		rel, err := x.finish(ctx, r, c)
+func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan batch, out chan<- committed, stopClaims func()) {
+	for b := range in {
+		c := b.Claim
+		rel, err := x.finish(ctx, r, b)
 		if err != nil {
 			r.fail(err)
 			x.metrics.failures.WithLabelValues("finish").Inc()
@@ -128,13 +145,13 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 // claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
 // Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct. Once
 // begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
-func (x *Expirer) claim(ctx context.Context, from time.Time) (store.Claim, error) {
+func (x *Expirer) claim(ctx context.Context, from time.Time) (batch, error) {
 	release, err := x.locks.Claim.Acquire(ctx)
 	if ctx.Err() != nil {
 		if err == nil {
 			release()
 		}
-		return store.Claim{}, ctx.Err()
+		return batch{}, ctx.Err()
 	}
 	unlock := func() {}
 	switch {
@@ -159,11 +176,13 @@ func (x *Expirer) claim(ctx context.Context, from time.Time) (store.Claim, error
 	c, err := x.store.ClaimExpired(cctx, x.cfg.BatchSize, from, unlock)
 	if err != nil {
 		x.metrics.failures.WithLabelValues("claim").Inc()
-		return store.Claim{}, err
+		return batch{}, err
 	}
 	x.metrics.claimSeconds.Observe(time.Since(start).Seconds())
 	x.metrics.claimed.Add(float64(len(c.Codes)))
-	return c, nil
+	// start is before the claim's transaction began, so before the deletion_initiated_at the
+	// watchdog measures from, whatever the two clocks say.
+	return batch{Claim: c, deadline: x.finishDeadline(start)}, nil
 }
 
 // handBack returns a batch its worker could not finish to the queue in one statement, rather than
@@ -171,7 +190,7 @@ func (x *Expirer) claim(ctx context.Context, from time.Time) (store.Claim, error
 func (x *Expirer) handBack(ctx context.Context, r *run, c store.Claim) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
-	n, err := x.store.ReturnClaim(sctx, c.Codes)
+	n, err := x.store.ReturnClaim(sctx, c)
 	if err != nil {
 		x.logger.ErrorContext(ctx, "handing a batch back failed; its rows wait for the watchdog", "run", r.id, "err", err)
 		return

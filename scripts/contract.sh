@@ -100,8 +100,9 @@ html='Accept: text/html,application/xhtml+xml'
 json='Content-Type: application/json'
 auth() { echo "Authorization: Bearer $1"; }
 
-# Pastes to read, delete and burn. Wrong tokens (deletes and the console's sign-in) count against
-# one limit: the calls that expect 401 or 403 come before the one that runs into it.
+# Pastes to read, delete and burn. Wrong delete tokens count against one limit, wrong admin tokens
+# (bearer and the console's sign-in) against another: the calls that expect 401 or 403 come before
+# the one that runs into the first.
 create() { curl -s --data-binary "$1" "http://$api/${2:-}"; }
 { read -r url; read -r token; } < <(create 'the contract check')
 code=${url##*/}
@@ -222,7 +223,7 @@ call 200 "POST /admin/takedown" -H "$html" -H "$cookie" --data-urlencode "csrf=$
 call 200 "GET /admin/blocked (console)" -H "$html" -H "$cookie" "$p/admin/blocked"
 call 200 "POST /admin/blocked (console)" -H "$html" -H "$cookie" --data-urlencode "csrf=$csrf" --data-urlencode "target=$hash" \
   --data-urlencode 'reason=spam' "$p/admin/blocked"
-call 200 "POST /admin/blocked/{hash}/unblock" -H "$html" -H "$cookie" --data-urlencode "csrf=$csrf" "$p/admin/blocked/$hash/unblock"
+call 200 "POST /admin/blocked/{hash}/unblock" -H "$html" -H "$cookie" --data-urlencode "csrf=$csrf" --data-urlencode "reason=mistake" "$p/admin/blocked/$hash/unblock"
 call 200 "GET /admin/audit (console)" -H "$html" -H "$cookie" "$p/admin/audit"
 direct 303 "POST /admin/sign-out" "Prism follows redirects, prism#1977" -H "$html" -H "$cookie" --data-urlencode "csrf=$csrf" "http://$api/admin/sign-out"
 direct 303 "GET /admin after signing out" "Prism follows redirects, prism#1977" -H "$html" -H "$cookie" "http://$api/admin"

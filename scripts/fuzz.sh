@@ -7,8 +7,9 @@
 # (golang/go#75804, fixed in Go 1.27): a count has no deadline to race. target-regexp picks
 # targets by name, as -run does: scripts/fuzz.sh 1000000x FuzzDecodeJSON.
 #
-# The targets are pure: no services needed. Interesting inputs go to GOCACHE's fuzz cache, where
-# go test -fuzz finds them too. An input that fails is written to the package's
+# Most targets are pure; FuzzRouter (api) sends its requests through the whole server over the test
+# services, so run this with them up: make fuzz and make test do (scripts/with-services.sh test).
+# Interesting inputs go to GOCACHE's fuzz cache, where go test -fuzz finds them too. An input that fails is written to the package's
 # testdata/fuzz/<Fuzz...>/ under a 16-hex-digit name, which git ignores: fix the bug, rename the
 # file to say what it catches, and commit it as a seed.
 set -euo pipefail

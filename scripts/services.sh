@@ -5,13 +5,21 @@
 #   scripts/services.sh <profile> up      start what is missing; print the names of what it started
 #   scripts/services.sh <profile> down [name...]   stop the named services (default: all)
 #   scripts/services.sh <profile> env     print the environment that points the pastebin at them
+#   scripts/services.sh <profile> used [started...]   say on stderr which services a run uses, by
+#                                         URL (passwords hidden), and which of them were just started
 #   scripts/services.sh <profile> status
 #   scripts/services.sh <profile> tool <name>   print the path of a tool the tests run themselves
-#                                                (haproxy), installing it with apt-get if missing
+#                                                (haproxy, podman, systemd-analyze), installing it
+#                                                with apt-get if missing
 #
 # Profiles: run (make run), test (make test: also an S3 server, a three-master Redis Cluster, and
 # pgbouncer in transaction pooling mode in front of the test PostgreSQL), bench (durable settings,
 # big buffers).
+#
+# The run profile uses what the user configured: with PASTEBIN_DATABASE_URL or PASTEBIN_REDIS_URL
+# set, that service is the user's, and its private one is neither started nor exported (a URL that
+# names the private one itself, left from an earlier `eval` of env, counts as not set). The test
+# and bench profiles always use their own, which their suites need (a cluster, pgbouncer, an S3).
 #
 # Every port is above Linux's ephemeral range (32768-60999), so the machine's own outgoing connections
 # can never take one first. PASTEBIN_PORT_OFFSET (default 0) shifts them all, so that two checkouts on
@@ -45,6 +53,53 @@ s3_secret=pastebin-test-secret
 versitygw_version=v1.8.0
 
 log() { echo "services[$profile]: $*" >&2; }
+
+pg_url="postgres://postgres@127.0.0.1:$pg_port/pastebin?sslmode=disable"
+redis_url="redis://127.0.0.1:$redis_port/0"
+
+# configured <service>: the user's own URL names that service (run profile only).
+configured() {
+  [ "$profile" = run ] || return 1
+  case "$1" in
+    postgres) [ -n "${PASTEBIN_DATABASE_URL:-}" ] && [ "$PASTEBIN_DATABASE_URL" != "$pg_url" ] ;;
+    redis) [ -n "${PASTEBIN_REDIS_URL:-}" ] && [ "$PASTEBIN_REDIS_URL" != "$redis_url" ] ;;
+    *) return 1 ;;
+  esac
+}
+
+# without_password prints a URL with its password, in the user part or as a parameter, hidden.
+without_password() {
+  sed -E 's#(://[^:/@?]*):[^@/?]*@#\1:***@#; s#([?&]password=)[^&]*#\1***#g' <<<"$1"
+}
+
+# used says which services a run uses: the user's, or the private ones (started now, or running
+# already). make run prints it, so that nobody wonders which database or Redis it talks to.
+used() {
+  local s url how
+  for s in $services; do
+    if configured "$s"; then
+      case "$s" in
+        postgres) url=$PASTEBIN_DATABASE_URL; how="yours, from PASTEBIN_DATABASE_URL" ;;
+        redis) url=$PASTEBIN_REDIS_URL; how="yours, from PASTEBIN_REDIS_URL" ;;
+      esac
+    else
+      case "$s" in
+        postgres) url=$pg_url ;; redis) url=$redis_url ;; s3) url="http://127.0.0.1:$s3_port" ;;
+        redis-cluster) url=$(cluster_url) ;; pgbouncer) url="postgres://postgres@127.0.0.1:$pgb_port/pastebin" ;;
+      esac
+      how="private, running already"
+      case " $* " in *" $s "*) how="private, started now; stopped at the end" ;; esac
+    fi
+    log "$s: $(without_password "$url") ($how)"
+  done
+  if [ "$profile" = run ]; then
+    if [ -n "${PASTEBIN_S3_ENDPOINT:-}" ]; then
+      log "s3: $(without_password "$PASTEBIN_S3_ENDPOINT") (yours, from PASTEBIN_S3_ENDPOINT)"
+    else
+      log "s3: embedded in the process, data in ${PASTEBIN_EMBEDDED_S3_DIR:-.pastebin/s3}"
+    fi
+  fi
+}
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -352,6 +407,7 @@ case "$action" in
     # answered), and so are the ones this call started before it.
     started=""
     for s in $services; do
+      configured "$s" && continue
       if ! name=$(start_one "$s"); then
         "$0" "$profile" down $started "$s"
         exit 1
@@ -366,8 +422,8 @@ case "$action" in
       esac
     done ;;
   env)
-    echo "export PASTEBIN_DATABASE_URL='postgres://postgres@127.0.0.1:$pg_port/pastebin?sslmode=disable'"
-    echo "export PASTEBIN_REDIS_URL='redis://127.0.0.1:$redis_port/0'"
+    configured postgres || echo "export PASTEBIN_DATABASE_URL='$pg_url'"
+    configured redis || echo "export PASTEBIN_REDIS_URL='$redis_url'"
     if [ -n "$s3_port" ]; then
       echo "export PASTEBIN_TEST_S3_ENDPOINT='http://127.0.0.1:$s3_port'"
       echo "export PASTEBIN_TEST_S3_ACCESS_KEY_ID='$s3_key'"
@@ -379,6 +435,7 @@ case "$action" in
     [ -z "$cluster_ports" ] || echo "export PASTEBIN_TEST_REDIS_CLUSTER_URL='$(cluster_url)'"
     # The same PostgreSQL through pgbouncer, in transaction pooling mode (tests, benchmarks, the soak).
     [ -z "$pgb_port" ] || echo "export PASTEBIN_TEST_POOLER_URL='postgres://postgres@127.0.0.1:$pgb_port/pastebin?sslmode=disable'" ;;
+  used) used "$@" ;;
   status)
     pg_running "$(pg_dir)" && echo "postgres: running on 127.0.0.1:$pg_port" || echo "postgres: stopped"
     redis_running && echo "redis: running on 127.0.0.1:$redis_port" || echo "redis: stopped"
@@ -390,7 +447,11 @@ case "$action" in
   tool)
     case "${1:-}" in
       haproxy) command -v haproxy >/dev/null || apt_install haproxy >/dev/null; command -v haproxy ;;
-      *) echo "services.sh: unknown tool ${1:-} (want haproxy)" >&2; exit 2 ;;
+      # runc too: where crun cannot run a container (hybrid cgroups), scripts/image.sh chooses it.
+      podman) { command -v podman && command -v runc; } >/dev/null || apt_install podman runc >/dev/null; command -v podman ;;
+      # systemd-analyze checks deploy/systemd's unit; a container's Debian may lack systemd.
+      systemd-analyze) command -v systemd-analyze >/dev/null || apt_install systemd >/dev/null; command -v systemd-analyze ;;
+      *) echo "services.sh: unknown tool ${1:-} (want haproxy, podman or systemd-analyze)" >&2; exit 2 ;;
     esac ;;
   *) echo "services.sh: unknown action $action" >&2; exit 2 ;;
 esac

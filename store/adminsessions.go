@@ -10,13 +10,15 @@ import (
 )
 
 // StartAdminSession records a console session whose secret hashes to secretHash, for by, valid for
-// ttl, with its sign-in in the audit log. Sessions past their expiry go at the same time.
-func (s *Store) StartAdminSession(ctx context.Context, secretHash []byte, by Actor, ttl time.Duration) error {
+// ttl, with its sign-in in the audit log. Sessions past their expiry, or idle for longer than idle,
+// go at the same time.
+func (s *Store) StartAdminSession(ctx context.Context, secretHash []byte, by Actor, ttl, idle time.Duration) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `DELETE FROM admin_sessions WHERE expires_at <= now()`); err != nil {
-			return fmt.Errorf("forget expired sessions: %w", err)
+		_, err := tx.Exec(ctx, `DELETE FROM admin_sessions WHERE expires_at <= now() OR last_seen_at <= now() - $1::interval`, idle)
+		if err != nil {
+			return fmt.Errorf("forget ended sessions: %w", err)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO admin_sessions (secret_hash, actor, expires_at) VALUES ($1, $2, now() + $3::interval)`,
+		_, err = tx.Exec(ctx, `INSERT INTO admin_sessions (secret_hash, actor, expires_at) VALUES ($1, $2, now() + $3::interval)`,
 			secretHash, by.Name, ttl)
 		if err != nil {
 			return fmt.Errorf("start admin session: %w", err)
@@ -25,12 +27,14 @@ func (s *Store) StartAdminSession(ctx context.Context, secretHash []byte, by Act
 	})
 }
 
-// AdminSession returns the actor of the unexpired session whose secret hashes to secretHash, or
-// ErrNotFound.
-func (s *Store) AdminSession(ctx context.Context, secretHash []byte) (string, error) {
+// AdminSession returns the actor of the session whose secret hashes to secretHash, if it has
+// neither expired nor been idle for longer than idle, and marks it seen now; else ErrNotFound.
+func (s *Store) AdminSession(ctx context.Context, secretHash []byte, idle time.Duration) (string, error) {
 	var actor string
-	err := s.pool.QueryRow(ctx, `SELECT actor FROM admin_sessions WHERE secret_hash = $1 AND expires_at > now()`,
-		secretHash).Scan(&actor)
+	err := s.pool.QueryRow(ctx, `
+		UPDATE admin_sessions SET last_seen_at = now()
+		WHERE secret_hash = $1 AND expires_at > now() AND last_seen_at > now() - $2::interval
+		RETURNING actor`, secretHash, idle).Scan(&actor)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", ErrNotFound
 	}

@@ -130,6 +130,27 @@ func (s *Store) Audit(ctx context.Context, before int64, limit int) ([]AuditEntr
 	return entries, nil
 }
 
+// purgeAuditSQL deletes a batch of the oldest audit entries past the retention, in one statement.
+// The log's append-only trigger lets a DELETE through only for entries older than the transaction's
+// pastebin.audit_purge_before (migration 00013): the statement sets it first, in the CTE the
+// batch's rows are joined with, so it is set before the first row is deleted, and only for its own
+// transaction.
+const purgeAuditSQL = `
+	WITH allowed AS (
+		SELECT set_config('pastebin.audit_purge_before', (now() - $1::interval)::text, true)::timestamptz AS before)
+	DELETE FROM admin_audit WHERE id IN (
+		SELECT id FROM admin_audit, allowed WHERE at < allowed.before ORDER BY at LIMIT $2)`
+
+// PurgeAudit deletes up to limit audit entries older than retention, the oldest first. A retried
+// takedown or block of a paste gone that long ago no longer finds its content there.
+func (s *Store) PurgeAudit(ctx context.Context, retention time.Duration, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, purgeAuditSQL, retention, limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge the audit log: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // auditedContent is the content hash the audit log last recorded for the paste code: how a retried
 // takedown or block finds the content of a paste that is a tombstone now (tombstones keep no hash).
 func auditedContent(ctx context.Context, tx pgx.Tx, code string) ([]byte, error) {

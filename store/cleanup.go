@@ -12,11 +12,15 @@ import (
 )
 
 // Claim is a batch of expired pastes one cleanup worker took: short codes and their content hashes,
-// index for index, and the latest expiry among them.
+// index for index, the latest expiry among them, and the claim's identity.
 type Claim struct {
 	Codes  []string
 	Hashes [][]byte
 	Last   time.Time
+	// At is the deletion_initiated_at the claim gave its rows (markClaimedSQL). A watchdog
+	// reset clears it and a later claim of the same rows sets another, so the finish and the return
+	// of this claim, which match it, never touch a row that has become another worker's claim.
+	At time.Time
 }
 
 // lockExpiredSQL reads idx_cleanup_expired (only live rows, in expiry order) from $2 on, and locks
@@ -32,11 +36,13 @@ const lockExpiredSQL = `
 
 // markClaimedSQL moves the locked rows to DELETION_IN_PROGRESS by their ctid: a TID scan, where
 // short_code IN (...) hash-joins against a scan of the whole table. Locked rows cannot move before
-// the update, so their ctids hold.
+// the update, so their ctids hold. deletion_initiated_at, the claim's identity (Claim.At), is this
+// statement's start rather than its transaction's: a later claim of the same rows runs its statement
+// after the watchdog returned them, so after this one, whenever its transaction began.
 const markClaimedSQL = `
-	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = now()
+	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = statement_timestamp()
 	WHERE ctid = ANY ($1::tid[])
-	RETURNING short_code, content_hash, expires_at`
+	RETURNING short_code, content_hash, expires_at, deletion_initiated_at`
 
 // ClaimExpired moves up to limit expired live pastes, expiring at from or later (the zero time: any),
 // to DELETION_IN_PROGRESS and returns them. It first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
@@ -67,7 +73,7 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 		var code string
 		var hash []byte
 		var expires time.Time
-		_, err = pgx.ForEachRow(rows, []any{&code, &hash, &expires}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&code, &hash, &expires, &c.At}, func() error {
 			c.Codes = append(c.Codes, code)
 			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
 			if expires.After(c.Last) {
@@ -81,7 +87,7 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 	if err != nil {
 		if marked {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			_, _ = s.ReturnClaim(rctx, c.Codes) // if this fails too, the watchdog will
+			_, _ = s.ReturnClaim(rctx, c) // if this fails too, the watchdog will
 			cancel()
 		}
 		return Claim{}, fmt.Errorf("claim expired pastes: %w", err)
@@ -89,16 +95,16 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 	return c, nil
 }
 
-// ReturnClaim hands claimed pastes that will not be finished back to the queue, in one statement:
-// those still in DELETION_IN_PROGRESS go back to NOT_EXPIRED, as the watchdog would return them
-// StuckAfter later. Safe whatever became of them: a row another transaction finished meanwhile is
-// DELETED and not touched, and a row another claim took meanwhile (it went back to the queue only
-// through a failed claim) is only claimed again, since its finish changes nothing for a row it no
-// longer finds in DELETION_IN_PROGRESS (invariant 6). It returns how many rows went back.
-func (s *Store) ReturnClaim(ctx context.Context, codes []string) (int64, error) {
+// ReturnClaim hands the pastes of claim c, which will not be finished, back to the queue, in one
+// statement: those still in DELETION_IN_PROGRESS under this claim go back to NOT_EXPIRED, as the
+// watchdog would return them StuckAfter later. Safe whatever became of them: a row another
+// transaction finished meanwhile is DELETED, and a row the watchdog returned and another claim took
+// carries that claim's deletion_initiated_at; neither is touched. It returns how many rows went back.
+func (s *Store) ReturnClaim(ctx context.Context, c Claim) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
-		WHERE short_code = ANY($1) AND status = 'DELETION_IN_PROGRESS'`, codes)
+		WHERE short_code = ANY($1) AND status = 'DELETION_IN_PROGRESS' AND deletion_initiated_at = $2`,
+		c.Codes, c.At)
 	if err != nil {
 		return 0, fmt.Errorf("return claimed pastes: %w", err)
 	}
@@ -106,17 +112,19 @@ func (s *Store) ReturnClaim(ctx context.Context, codes []string) (int64, error) 
 }
 
 // FinishClaim tombstones the claimed pastes and releases their content in one transaction: one
-// statement moves the rows still in DELETION_IN_PROGRESS to DELETED and decrements ref_counts grouped
-// by content, a second deletes the content that reached zero and queues its blobs. A row the
-// watchdog reset, or that another claim finished first, is not in DELETION_IN_PROGRESS any more and
-// changes nothing (invariant 6). Freed blobs are queued as due after outboxDelay: the worker deletes
-// them itself at once, and the outbox is the fallback if it dies first. A wrong ref_count among the
-// batch's content fails the whole transaction with ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
+// statement moves the rows still in DELETION_IN_PROGRESS under this claim (c.At) to DELETED and
+// decrements ref_counts grouped by content, a second deletes the content that reached zero and
+// queues its blobs. A row the watchdog reset, that another claim took since, or that another
+// transaction finished first (a takedown), changes nothing (invariant 6): a late worker neither
+// repeats nor steals the work of the worker that holds the rows now. Freed blobs are queued as
+// due after outboxDelay: the worker deletes them itself at once, and the outbox is the fallback if
+// it dies first. A wrong ref_count among the batch's content fails the whole transaction with
+// ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
 func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Duration) (Released, error) {
 	var rel Released
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, StatusDeleting, ReasonExpired, outboxDelay)
+		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, claimed(c.At), ReasonExpired, outboxDelay)
 		return err
 	})
 	return rel, refCountError(err)
@@ -151,7 +159,8 @@ type Backlog struct {
 	InProgress int64     // pastes claimed and not finished
 	Outbox     int64     // blobs waiting for deletion
 	// OutboxOldest is when the oldest blob in the outbox was queued; zero when it is empty. A blob
-	// S3 keeps refusing to delete stays there, while the count alone may look steady.
+	// S3 keeps refusing to delete stays there, while the count alone may look steady. An abandoned
+	// upload counts from the end of its hold (EnqueueAbandonedUploads), not while it is held.
 	OutboxOldest time.Time
 }
 
@@ -191,7 +200,8 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
 			       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
 			       (SELECT count(*) FROM blob_deletions),
-			       (SELECT min(enqueued_at) FROM blob_deletions)`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
+			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_deletions
+			        WHERE coalesce(not_before, enqueued_at) <= now())`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
 	})
 	if err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)

@@ -242,18 +242,23 @@ type OutboxStatus struct {
 	OldestAge  float64       `json:"oldest_age_seconds"` // by the database's clock; 0 when empty
 	Retrying   int64         `json:"retrying"`           // entries with at least the given attempts
 	Named      int64         `json:"named_by_content"`   // entries a content row names: never handed out
+	Held       int64         `json:"held_back"`          // abandoned uploads held for the grace period
 	Struggling []OutboxEntry `json:"retrying_examples"`
 }
 
 // OutboxStatus reports the outbox: its size, its oldest entry's age, and the entries that have
-// been attempted at least attempts times, up to limit of them, most attempted first.
+// been attempted at least attempts times, up to limit of them, most attempted first. An abandoned
+// upload held back (EnqueueAbandonedUploads) is not due yet: its age counts from the end of its
+// hold, and a content row naming it is its create, committed after all, not an anomaly.
 func (s *Store) OutboxStatus(ctx context.Context, attempts, limit int) (OutboxStatus, error) {
 	var st OutboxStatus
 	err := s.pool.QueryRow(ctx, `
-		SELECT count(*), coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8,
-		       count(*) FILTER (WHERE attempts >= $1),
-		       (SELECT count(*) FROM blob_deletions d JOIN content c ON c.blob_key = d.blob_key)
-		FROM blob_deletions`, attempts).Scan(&st.Size, &st.OldestAge, &st.Retrying, &st.Named)
+		SELECT count(*), coalesce(extract(epoch FROM now() - min(coalesce(not_before, enqueued_at))
+		           FILTER (WHERE coalesce(not_before, enqueued_at) <= now())), 0)::float8,
+		       count(*) FILTER (WHERE attempts >= $1), count(*) FILTER (WHERE not_before > now()),
+		       (SELECT count(*) FROM blob_deletions d JOIN content c ON c.blob_key = d.blob_key
+		        WHERE d.not_before IS NULL)
+		FROM blob_deletions`, attempts).Scan(&st.Size, &st.OldestAge, &st.Retrying, &st.Held, &st.Named)
 	if err != nil {
 		return OutboxStatus{}, fmt.Errorf("read outbox: %w", err)
 	}

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// EnqueueBlobDeletions puts keys in the outbox of blobs to delete, due now.
+// EnqueueBlobDeletions puts keys in the outbox of blobs to delete, due now. Only for keys no create
+// in flight can still name: orphans older than the grace period.
 func (s *Store) EnqueueBlobDeletions(ctx context.Context, keys []string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO blob_deletions (blob_key) SELECT unnest($1::text[])
@@ -17,21 +18,48 @@ func (s *Store) EnqueueBlobDeletions(ctx context.Context, keys []string) error {
 	return nil
 }
 
+// EnqueueAbandonedUploads puts in the outbox uploads whose create failed, held back for the orphan
+// grace period (OrphanGrace). A create that failed at its COMMIT (its client hung up, the connection
+// broke) may have committed all the same, and its content row may become visible only after the
+// blob deleter has checked that nothing names the key: due at once, the blob of a live paste could
+// go (invariant 2). Held back, the deleter takes the key only once the create's fate is long known,
+// and drops the entry if a content row names it (ClaimBlobDeletions).
+func (s *Store) EnqueueAbandonedUploads(ctx context.Context, keys []string) error {
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO blob_deletions (blob_key, next_attempt, not_before)
+		SELECT k, now() + $2::interval, now() + $2::interval FROM unnest($1::text[]) AS k
+		ON CONFLICT (blob_key) DO NOTHING`, keys, s.orphanGrace)
+	if err != nil {
+		return fmt.Errorf("enqueue abandoned uploads: %w", err)
+	}
+	return nil
+}
+
+// claimBlobDeletionsSQL drops the held entries (EnqueueAbandonedUploads) whose time has come and
+// whose key a content row names: their create committed after all, and the blob is that content's.
+// A release of that content meanwhile clears not_before (releaseContentSQL), so this delete, which
+// rechecks the row it waited for, leaves the release's entry alone. Then it leases the due keys that
+// nothing names.
+const claimBlobDeletionsSQL = `
+	WITH settled AS (
+		DELETE FROM blob_deletions d
+		WHERE d.not_before <= now() AND EXISTS (SELECT 1 FROM content c WHERE c.blob_key = d.blob_key)
+	)
+	UPDATE blob_deletions SET next_attempt = now() + $2::interval, attempts = attempts + 1
+	WHERE blob_key IN (
+		SELECT d.blob_key FROM blob_deletions d
+		WHERE d.next_attempt <= now()
+		  AND NOT EXISTS (SELECT 1 FROM content c WHERE c.blob_key = d.blob_key)
+		ORDER BY d.next_attempt
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED)
+	RETURNING blob_key`
+
 // ClaimBlobDeletions takes up to limit due keys from the outbox and leases them for lease: they
 // are not due again until then, so concurrent deleters on other replicas leave them alone, and a
-// deleter that dies hands them back by itself. A key some content row names (an upload whose
-// create committed after all) is never handed out.
+// deleter that dies hands them back by itself. A key some content row names is never handed out.
 func (s *Store) ClaimBlobDeletions(ctx context.Context, limit int, lease time.Duration) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE blob_deletions SET next_attempt = now() + $2::interval, attempts = attempts + 1
-		WHERE blob_key IN (
-			SELECT d.blob_key FROM blob_deletions d
-			WHERE d.next_attempt <= now()
-			  AND NOT EXISTS (SELECT 1 FROM content c WHERE c.blob_key = d.blob_key)
-			ORDER BY d.next_attempt
-			LIMIT $1
-			FOR UPDATE SKIP LOCKED)
-		RETURNING blob_key`, limit, lease)
+	rows, err := s.pool.Query(ctx, claimBlobDeletionsSQL, limit, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim blob deletions: %w", err)
 	}

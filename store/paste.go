@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -254,7 +255,7 @@ func (s *Store) BurnPaste(ctx context.Context, code string) (Released, error) {
 		if err != nil {
 			return err
 		}
-		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, ReasonBurned, 0)
+		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, ReasonBurned, 0)
 		return err
 	})
 	return rel, err
@@ -268,7 +269,7 @@ func (s *Store) DeletePaste(ctx context.Context, code, token string) (Released, 
 	var rel Released
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		_, rel, err = removeLive(ctx, tx, code, ReasonOwner, func(owner []byte) error {
+		_, rel, err = removeLive(ctx, tx, code, ReasonOwner, live, func(owner []byte) error {
 			if subtle.ConstantTimeCompare(owner, HashToken(token)) != 1 {
 				return ErrForbidden
 			}
@@ -281,10 +282,10 @@ func (s *Store) DeletePaste(ctx context.Context, code, token string) (Released, 
 
 // removeLive is the one way a person removes a paste: its owner's delete and an operator's
 // takedown. It locks the paste's row; allowed, unless nil, decides from the owner token's hash
-// whether the caller may. A live paste is tombstoned with reason and releases its content; any
-// other (a tombstone, or a paste cleanup claimed) is left as it is. It returns the paste's content
-// hash, nil for a tombstone.
-func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed func(owner []byte) error) ([]byte, Released, error) {
+// whether the caller may. A paste in state from is tombstoned with reason and releases its content;
+// any other (a tombstone, or for the owner a paste cleanup claimed, which cleanup releases) is left
+// as it is. It returns the paste's content hash, nil for a tombstone.
+func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, from state, allowed func(owner []byte) error) ([]byte, Released, error) {
 	var (
 		owner, hash []byte
 		status      string
@@ -304,16 +305,15 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, allowed fun
 			return nil, Released{}, err
 		}
 	}
-	switch status {
-	case StatusDeleted:
-		if was == nil {
-			return nil, Released{}, nil
-		}
+	switch {
+	case status == StatusDeleted && was == nil:
+		return nil, Released{}, nil
+	case status == StatusDeleted:
 		return nil, Released{Reason: *was}, nil
-	case StatusDeleting:
+	case !slices.Contains(from.statuses, status):
 		return hash, Released{}, nil
 	}
-	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, StatusLive, reason, 0)
+	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, from, reason, 0)
 	rel.Reason = reason
 	return hash, rel, err
 }

@@ -19,12 +19,29 @@ type Released struct {
 	Reason string
 }
 
-// tombstone moves the pastes codes (whose content hashes are hashes, index for index) from status
+// state is what a tombstone moves pastes from: any of some statuses and, for the rows of one
+// cleanup claim, that claim's deletion_initiated_at.
+type state struct {
+	statuses []string
+	claim    *time.Time // nil: whatever claim, if any
+}
+
+var (
+	live = state{statuses: []string{StatusLive}}
+	// liveOrClaimed is what an operator takes down: a paste cleanup has claimed is not gone yet, and
+	// the takedown's reason must be the one its readers see.
+	liveOrClaimed = state{statuses: []string{StatusLive, StatusDeleting}}
+)
+
+// claimed is the state of the rows of the claim made at at.
+func claimed(at time.Time) state { return state{statuses: []string{StatusDeleting}, claim: &at} }
+
+// tombstone moves the pastes codes (whose content hashes are hashes, index for index) from state
 // from to DELETED, and releases one content reference for each row that really moved: the
 // release is driven by the status transition, in the same transaction (invariant 6), so a retried
 // delete, a re-processed batch or a late worker changes nothing. Three statements, whatever the
 // number of pastes: lock the content rows in hash order, tombstone the pastes, release the content.
-func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from, reason string, outboxDelay time.Duration) (Released, error) {
+func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, outboxDelay time.Duration) (Released, error) {
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
 	// may hash-join against every row in flight (all workers' batches, and the index's dead
@@ -45,7 +62,8 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 			SET status = 'DELETED', content_hash = NULL, deleted_at = now(), deleted_reason = $4,
 			    deletion_initiated_at = NULL
 			FROM unnest($1::text[], $2::bytea[]) AS t (code, hash)
-			WHERE p.short_code = t.code AND p.content_hash = t.hash AND p.status = $3
+			WHERE p.short_code = t.code AND p.content_hash = t.hash AND p.status = ANY($3::text[])
+			  AND ($5::timestamptz IS NULL OR p.deletion_initiated_at = $5)
 			RETURNING p.short_code, t.hash
 		), released AS (
 			SELECT hash, count(*) AS n FROM gone GROUP BY hash
@@ -53,7 +71,7 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 		SELECT coalesce((SELECT array_agg(short_code) FROM gone), '{}'),
 		       coalesce(array_agg(r.hash ORDER BY r.hash), '{}'), coalesce(array_agg(r.n ORDER BY r.hash), '{}')
 		FROM released r`,
-		codes, hashes, from, reason).Scan(&rel.Codes, &released, &counts)
+		codes, hashes, from.statuses, reason, from.claim).Scan(&rel.Codes, &released, &counts)
 	if err != nil {
 		return Released{}, fmt.Errorf("tombstone pastes: %w", err)
 	}
@@ -66,7 +84,9 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 
 // releaseContentSQL takes counts[i] references off content row hashes[i]: a row left with none is
 // deleted and its blob queued in the outbox, due after $3; the others are decremented. Deleting
-// the rows that reach zero directly, rather than decrementing them first, writes each once.
+// the rows that reach zero directly, rather than decrementing them first, writes each once. A key
+// the outbox already holds back (an upload whose create failed, then committed after all, see
+// EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3.
 const releaseContentSQL = `
 	WITH r AS (
 		SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n)
@@ -75,7 +95,7 @@ const releaseContentSQL = `
 		RETURNING c.blob_key
 	), queued AS (
 		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed
-		ON CONFLICT (blob_key) DO NOTHING
+		ON CONFLICT (blob_key) DO UPDATE SET next_attempt = excluded.next_attempt, not_before = NULL
 		RETURNING blob_key
 	), decremented AS (
 		UPDATE content c SET ref_count = c.ref_count - r.n

@@ -33,35 +33,73 @@ const defaultMaxConns = 24
 
 // Store is the pastebin's PostgreSQL database.
 type Store struct {
-	pool   *pgxpool.Pool
-	logger *slog.Logger
+	pool        *pgxpool.Pool
+	logger      *slog.Logger
+	orphanGrace time.Duration // how long the outbox holds an abandoned upload (EnqueueAbandonedUploads)
 }
 
-// Option changes how Open connects.
-type Option func(*pgxpool.Config, string) error
+// DefaultOrphanGrace is the orphan grace period unless OrphanGrace says otherwise: the sweeper
+// leaves younger untracked blobs alone, and the outbox holds abandoned uploads this long.
+const DefaultOrphanGrace = 24 * time.Hour
+
+// Option changes how Open sets the store up.
+type Option func(*options) error
+
+type options struct {
+	pool        *pgxpool.Config
+	url         string
+	orphanGrace time.Duration
+}
+
+// OrphanGrace sets how long the outbox holds an upload whose create failed before the blob
+// deleter may take it (EnqueueAbandonedUploads): the orphan sweeper's grace period, the time after
+// which an upload nothing names is surely an orphan.
+func OrphanGrace(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return fmt.Errorf("orphan grace %s: want a positive duration", d)
+		}
+		o.orphanGrace = d
+		return nil
+	}
+}
 
 // BehindTransactionPooler says that url reaches PostgreSQL through a pooler in transaction mode
 // (pgbouncer's pool_mode=transaction), which may give each transaction another server connection.
 // A statement prepared on one of them would be unknown on the next, so every query then goes as one
 // round trip of the extended protocol with an unnamed statement (pgx's QueryExecModeExec), unless
-// the URL chose cache_describe or simple_protocol, which pgx also documents as safe there. The
-// store keeps no other session state: the only settings it changes are SET LOCAL, inside
-// transactions. Migrations take a session lock and need a direct URL.
+// the URL chose cache_describe, which pgx also documents as safe there. simple_protocol, safe there
+// too, is refused by Open anyway (see refuseSimpleProtocol). The store keeps no other session state:
+// the only settings it changes are SET LOCAL, inside transactions. Migrations take a session lock
+// and need a direct URL.
 func BehindTransactionPooler() Option {
-	return func(cfg *pgxpool.Config, url string) error {
+	return func(o *options) error {
+		cfg := o.pool
 		mode := cfg.ConnConfig.DefaultQueryExecMode
-		if !strings.Contains(url, "default_query_exec_mode") {
+		if !strings.Contains(o.url, "default_query_exec_mode") {
 			mode = pgx.QueryExecModeExec
 		}
 		switch mode {
 		case pgx.QueryExecModeExec, pgx.QueryExecModeCacheDescribe, pgx.QueryExecModeSimpleProtocol:
 		default:
 			return fmt.Errorf("query exec mode %q keeps statements on one server connection: "+
-				"behind a transaction pooler use exec, cache_describe or simple_protocol", mode)
+				"behind a transaction pooler use exec or cache_describe", mode)
 		}
 		cfg.ConnConfig.DefaultQueryExecMode = mode
 		return nil
 	}
+}
+
+// refuseSimpleProtocol refuses pgx's simple_protocol mode, behind a pooler or not: it sends every
+// parameter as a literal in the query text, so the generic plans that tombstone pins (store/release.go)
+// become custom plans over literal statuses and arrays, and a finishing transaction that takes
+// milliseconds takes hundreds.
+func refuseSimpleProtocol(cfg *pgxpool.Config) error {
+	if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		return errors.New("query exec mode simple_protocol sends parameters as literals, which defeats the " +
+			"store's pinned generic plans: use exec, cache_describe or the default")
+	}
+	return nil
 }
 
 // Open connects to the database at url and checks that it answers.
@@ -70,10 +108,14 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	for _, o := range opts {
-		if err := o(cfg, url); err != nil {
+	o := options{pool: cfg, url: url, orphanGrace: DefaultOrphanGrace}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
 			return nil, err
 		}
+	}
+	if err := refuseSimpleProtocol(cfg); err != nil {
+		return nil, err
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgxpool's default (the CPU count, at least 4) starves pipelined cleanup workers, which hold
@@ -84,7 +126,7 @@ func Open(ctx context.Context, url string, logger *slog.Logger, opts ...Option) 
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s := &Store{pool: pool, logger: logger}
+	s := &Store{pool: pool, logger: logger, orphanGrace: o.orphanGrace}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

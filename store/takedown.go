@@ -49,17 +49,20 @@ type TakedownResult struct {
 }
 
 // TakeDown removes a paste for an operator: the owner's delete with another reason (DESIGN.md), so
-// the same tombstone transition releases the same one reference. With Block, the paste's content
-// is blocked and every live paste on it taken down, this one included. The audit entry is written
-// in the same transaction. A retry changes nothing and answers TakenDown false.
+// the same tombstone transition releases the same one reference. A paste cleanup has claimed is
+// taken down too (its readers must see the takedown's reason, 451 for a legal one), and the
+// claim's finish then finds it DELETED and leaves it alone: still one release. With Block, the
+// paste's content is blocked and every paste on it not yet deleted taken down, this one included.
+// The audit entry is written in the same transaction. A retry changes nothing and answers
+// TakenDown false.
 func (s *Store) TakeDown(ctx context.Context, t Takedown, by Actor) (TakedownResult, error) {
 	var res TakedownResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		if t.Block {
 			res, err = takeDownAndBlock(ctx, tx, t, by)
-		} else {
-			res.ContentHash, res.Released, err = removeLive(ctx, tx, t.Code, TakedownReason(t.Legal), nil)
+		} else if err = lockContentOf(ctx, tx, t.Code); err == nil {
+			res.ContentHash, res.Released, err = removeLive(ctx, tx, t.Code, TakedownReason(t.Legal), liveOrClaimed, nil)
 			res.TakenDown = len(res.Codes) > 0
 		}
 		if err != nil {
@@ -90,11 +93,26 @@ func takeDownAndBlock(ctx context.Context, tx pgx.Tx, t Takedown, by Actor) (Tak
 	return TakedownResult{TakenDown: slices.Contains(b.Codes, t.Code), ContentHash: hash, Blocked: true, Released: b.Released}, nil
 }
 
-// contentOf is the content hash of the paste code, whose row it locks: its own while it is live,
-// else the one the audit log recorded when an operator took it down.
+// lockContentOf locks the content row of the paste code, if it has one, before the paste's own row
+// is locked: the order a cleanup batch's finish takes them in (its content rows, then its pastes),
+// so that a takedown of a paste the batch holds waits for the batch, or the batch for it, rather
+// than the two deadlocking.
+func lockContentOf(ctx context.Context, tx pgx.Tx, code string) error {
+	_, err := tx.Exec(ctx, `
+		SELECT 1 FROM content WHERE content_hash = (SELECT content_hash FROM pastes WHERE short_code = $1)
+		FOR UPDATE`, code)
+	if err != nil {
+		return fmt.Errorf("lock the paste's content: %w", err)
+	}
+	return nil
+}
+
+// contentOf is the content hash of the paste code: its own while it is not deleted, else the one
+// the audit log recorded when an operator took it down. It locks nothing: the block's locks come
+// after, in the order creates and cleanup take them (blockContent).
 func contentOf(ctx context.Context, tx pgx.Tx, code string) ([]byte, error) {
 	var hash []byte
-	err := tx.QueryRow(ctx, `SELECT content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`, code).Scan(&hash)
+	err := tx.QueryRow(ctx, `SELECT content_hash FROM pastes WHERE short_code = $1`, code).Scan(&hash)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -113,7 +131,7 @@ type Block struct {
 	Code        string // used when ContentHash is nil
 	Reason      string
 	Legal       bool
-	TakeDown    bool // also take down every live paste of the content
+	TakeDown    bool // also take down every paste of the content not yet deleted, claimed by cleanup or not
 }
 
 // BlockResult is what a block did.
@@ -124,8 +142,8 @@ type BlockResult struct {
 }
 
 // Block blocks content: from then on a create of it is refused (ErrBlocked) and writes nothing.
-// With TakeDown, every live paste on it is taken down in the same transaction, by one set-based
-// tombstone. The audit entry is written in that transaction too.
+// With TakeDown, every paste on it not yet deleted is taken down in the same transaction, by one
+// set-based tombstone. The audit entry is written in that transaction too.
 func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, error) {
 	var res BlockResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -148,9 +166,12 @@ func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, erro
 }
 
 // blockContent adds b.ContentHash to the blocked content and, with b.TakeDown, tombstones every
-// live paste on it. It first takes the content's block lock exclusively, which waits for the
-// creates of that content in flight (they hold it shared, see guardBlocked): the tombstone below
-// then sees every paste they made, and every later create sees the block.
+// paste on it not yet deleted, those cleanup has claimed included (see TakeDown). It first takes
+// the content's block lock exclusively, which waits for the creates of that content in flight
+// (they hold it shared, see guardBlocked): the tombstone below then sees every paste they made, and
+// every later create sees the block. Then it locks the content row and only then the pastes: the
+// order of creates (block lock, content) and of cleanup's finish (content, pastes), so that none
+// of them deadlocks with a block.
 func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResult, error) {
 	res := BlockResult{ContentHash: b.ContentHash}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, blockLockClass, blockLockKey(b.ContentHash)); err != nil {
@@ -166,8 +187,11 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	if !b.TakeDown {
 		return res, nil
 	}
+	if err := lockContentRows(ctx, tx, [][]byte{b.ContentHash}); err != nil {
+		return res, fmt.Errorf("lock blocked content: %w", err)
+	}
 	rows, err := tx.Query(ctx, `
-		SELECT short_code FROM pastes WHERE content_hash = $1 AND status = 'NOT_EXPIRED'
+		SELECT short_code FROM pastes WHERE content_hash = $1 AND status IN ('NOT_EXPIRED', 'DELETION_IN_PROGRESS')
 		ORDER BY short_code FOR UPDATE`, b.ContentHash)
 	if err != nil {
 		return res, fmt.Errorf("find the pastes of blocked content: %w", err)
@@ -180,7 +204,7 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	for i := range hashes {
 		hashes[i] = b.ContentHash
 	}
-	res.Released, err = tombstone(ctx, tx, codes, hashes, StatusLive, TakedownReason(b.Legal), 0)
+	res.Released, err = tombstone(ctx, tx, codes, hashes, liveOrClaimed, TakedownReason(b.Legal), 0)
 	return res, err
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"pastebin/store"
 	"pastebin/store/storetest"
@@ -183,21 +185,28 @@ func TestAuditIsAppendOnly(t *testing.T) {
 // TestBlockRacesCreates blocks content while creators keep storing it, over both create paths, in
 // many rounds. Whatever the interleaving, once the block has committed no live paste of that
 // content is left: each create either committed before the block's takedown saw it, or saw the
-// block and wrote nothing. Reference counts stay exact.
+// block and wrote nothing. Reference counts stay exact. Creates must have overlapped the blocks
+// (one ran while a block did), or the test proved nothing; and one round holds a create at its
+// COMMIT, its paste inserted and its locks taken, while the block starts: the block must wait for
+// it and take its paste down.
 func TestBlockRacesCreates(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
+	overlapped := 0
 	for round := range 20 {
 		content := fmt.Sprintf("raced content %d", round)
 		hash := hashOf(content)
 		stop := make(chan struct{})
+		var tries creates
 		var wg sync.WaitGroup
 		for creator := range 4 {
-			wg.Go(func() { createUntilBlocked(t, s, content, creator, stop) })
+			wg.Go(func() { createUntilBlocked(t, s, content, creator, stop, &tries) })
 		}
 		newContent(t, s, content, 1) // at least one paste, so the block has something to take down
+		begun := time.Now()
 		res, err := s.Block(ctx, store.Block{ContentHash: hash, Reason: "race", TakeDown: true}, operator)
+		ended := time.Now()
 		close(stop)
 		wg.Wait()
 		if err != nil {
@@ -206,12 +215,83 @@ func TestBlockRacesCreates(t *testing.T) {
 		if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE content_hash = $1`, hash); n != 0 {
 			t.Fatalf("round %d: %d live pastes of blocked content after the block (it took down %d)", round, n, len(res.Codes))
 		}
+		overlapped += tries.during(begun, ended)
 	}
+	if overlapped == 0 {
+		t.Error("no create was in flight while a block ran: the rounds raced nothing")
+	}
+	blockWaitsForHeldCreate(t, s)
 	refCountsExact(t, s)
 }
 
-// createUntilBlocked creates pastes of content until it is refused as blocked, or told to stop.
-func createUntilBlocked(t *testing.T, s *store.Store, content string, creator int, stop <-chan struct{}) {
+// blockWaitsForHeldCreate holds a create of content at its COMMIT, starts a block of that content,
+// checks that the block waits, then lets the create commit: the block must take its paste down.
+func blockWaitsForHeldCreate(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	const content = "held while blocked"
+	newContent(t, s, content, 1)
+	gate := storetest.HoldCommits(t, s.Pool(), "held")
+	np := store.NewPaste{ContentHash: hashOf(content), Size: int64(len(content)), OwnerTokenHash: store.HashToken("o"), Title: "held"}
+	held := make(chan store.Paste, 1)
+	go func() {
+		p, err := s.CreatePasteShared(ctx, np)
+		if err != nil {
+			t.Errorf("held create: %v", err)
+		}
+		held <- p
+	}()
+	gate.WaitForCommit(t)
+	blocked := make(chan store.BlockResult, 1)
+	go func() {
+		res, err := s.Block(ctx, store.Block{ContentHash: np.ContentHash, Reason: "race", TakeDown: true}, operator)
+		if err != nil {
+			t.Errorf("block: %v", err)
+		}
+		blocked <- res
+	}()
+	storetest.WaitFor(t, "the block waits for the create at its commit", func() bool {
+		return storetest.Count(t, s.Pool(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query NOT ILIKE 'commit%'`) > 0
+	})
+	gate.Open(t)
+	p, res := <-held, <-blocked
+	if !slices.Contains(res.Codes, p.Code) || len(res.Codes) != 2 {
+		t.Errorf("the block took down %v, want the held create's %s and the paste before it", res.Codes, p.Code)
+	}
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE content_hash = $1`, np.ContentHash); n != 0 {
+		t.Errorf("%d live pastes of blocked content after the block", n)
+	}
+}
+
+// creates records when each create attempt of a round began and ended.
+type creates struct {
+	mu    sync.Mutex
+	spans [][2]time.Time
+}
+
+func (c *creates) add(begun, ended time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spans = append(c.spans, [2]time.Time{begun, ended})
+}
+
+// during counts the attempts in flight at some moment between begun and ended.
+func (c *creates) during(begun, ended time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, s := range c.spans {
+		if s[0].Before(ended) && s[1].After(begun) {
+			n++
+		}
+	}
+	return n
+}
+
+// createUntilBlocked creates pastes of content until it is refused as blocked, or told to stop, and
+// records each attempt in tries.
+func createUntilBlocked(t *testing.T, s *store.Store, content string, creator int, stop <-chan struct{}, tries *creates) {
 	ctx := context.Background()
 	np := store.NewPaste{ContentHash: hashOf(content), Size: int64(len(content)), OwnerTokenHash: store.HashToken("o")}
 	for i := 0; i < 1000; i++ {
@@ -220,10 +300,12 @@ func createUntilBlocked(t *testing.T, s *store.Store, content string, creator in
 			return
 		default:
 		}
+		begun := time.Now()
 		_, err := s.CreatePasteShared(ctx, np)
 		if errors.Is(err, store.ErrNoContent) {
 			_, err = s.CreatePasteWithBlob(ctx, np, fmt.Sprintf("blobs/%s/%d/%d", content, creator, i))
 		}
+		tries.add(begun, time.Now())
 		if errors.Is(err, store.ErrBlocked) {
 			return
 		}

@@ -6,40 +6,78 @@
 (function () {
   document.documentElement.classList.add("js");
 
-  const tokenKey = (code) => "pastebin:token:" + code;
+  // The delete tokens this browser keeps: the one place that reads or writes them. Each is one
+  // localStorage entry, "pastebin:token:<code>" → {token, expires, saved}: the token, the paste's
+  // expiry (null: never), and when it was saved (ms since the epoch). An entry goes when its paste
+  // expires, when a page says the paste is gone (burned, deleted, taken down: 404, 410, 451), and,
+  // for a paste that never expires, keepNeverExpiring after it was saved.
+  const tokens = {
+    prefix: "pastebin:token:",
+    keepNeverExpiring: 90 * 864e5, // 90 days
 
-  // Tokens are kept with their paste's expiry so that expired ones can be forgotten.
-  function storeToken(code, token, expires) {
-    try {
-      localStorage.setItem(tokenKey(code), JSON.stringify({ token, expires: expires || null }));
-    } catch (e) {
-      // Storage may be full or disabled; the token was shown, which is what matters.
-    }
-  }
-
-  function storedToken(code) {
-    try {
-      const v = JSON.parse(localStorage.getItem(tokenKey(code)) || "null");
-      return v && typeof v.token === "string" ? v.token : "";
-    } catch (e) {
-      return "";
-    }
-  }
-
-  function forgetToken(code) {
-    try { localStorage.removeItem(tokenKey(code)); } catch (e) { /* nothing to forget */ }
-  }
-
-  function forgetExpiredTokens() {
-    try {
-      const now = Date.now();
-      for (let i = localStorage.length - 1; i >= 0; i--) {
-        const k = localStorage.key(i);
-        if (!k || !k.startsWith("pastebin:token:")) continue;
-        const v = JSON.parse(localStorage.getItem(k) || "null");
-        if (v && v.expires && Date.parse(v.expires) < now) localStorage.removeItem(k);
+    save(code, token, expires) {
+      try {
+        localStorage.setItem(this.prefix + code, JSON.stringify({ token, expires: expires || null, saved: Date.now() }));
+      } catch (e) {
+        // Storage may be full or disabled; the token was shown, which is what matters.
       }
-    } catch (e) { /* best effort */ }
+    },
+
+    // entry is the kept entry of code, or null.
+    entry(code) {
+      try {
+        const v = JSON.parse(localStorage.getItem(this.prefix + code) || "null");
+        return v && typeof v.token === "string" ? v : null;
+      } catch (e) {
+        return null;
+      }
+    },
+
+    get(code) {
+      const v = this.entry(code);
+      return v ? v.token : "";
+    },
+
+    forget(code) {
+      try { localStorage.removeItem(this.prefix + code); } catch (e) { /* nothing to forget */ }
+    },
+
+    // list is every kept entry, with its code.
+    list() {
+      const out = [];
+      try {
+        for (let i = 0; i < localStorage.length; i++) {
+          const k = localStorage.key(i);
+          if (!k || !k.startsWith(this.prefix)) continue;
+          const v = this.entry(k.slice(this.prefix.length));
+          if (v) out.push({ code: k.slice(this.prefix.length), ...v });
+        }
+      } catch (e) { /* storage disabled: nothing kept */ }
+      return out;
+    },
+
+    // prune forgets the entries past their paste's expiry, or past keepNeverExpiring for pastes
+    // that never expire. An entry kept before entries had a saved time is counted from now.
+    prune() {
+      const now = Date.now();
+      for (const v of this.list()) {
+        if (v.expires) {
+          if (Date.parse(v.expires) < now) this.forget(v.code);
+        } else if (typeof v.saved !== "number") {
+          try {
+            localStorage.setItem(this.prefix + v.code, JSON.stringify({ token: v.token, expires: null, saved: now }));
+          } catch (e) { /* best effort */ }
+        } else if (v.saved + this.keepNeverExpiring < now) {
+          this.forget(v.code);
+        }
+      }
+    },
+  };
+
+  // A page that says a paste is gone (an error page for it, or the page of a paste just burned)
+  // names it in data-gone: its token deletes nothing any more.
+  function forgetGonePastes() {
+    for (const el of document.querySelectorAll("[data-gone]")) tokens.forget(el.dataset.gone);
   }
 
   // Copy buttons: data-copy names the element whose value or text is copied.
@@ -149,7 +187,7 @@
   // The paste page: keep the token shown once, and delete with it.
   function setUpPaste() {
     const box = document.getElementById("token-box");
-    if (box) storeToken(box.dataset.code, document.getElementById("token").value, box.dataset.expires);
+    if (box) tokens.save(box.dataset.code, document.getElementById("token").value, box.dataset.expires);
     const form = document.getElementById("delete-form");
     if (!form) return;
     const details = form.closest("details");
@@ -175,7 +213,7 @@
       input.closest(".field").hidden = !!t;
       input.required = !t;
     };
-    useStored(storedToken(code));
+    useStored(tokens.get(code));
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       status.textContent = "";
@@ -189,8 +227,8 @@
         status.textContent = "Could not reach the server. Try again.";
         return;
       }
-      if (resp.status === 204 || resp.status === 410) {
-        forgetToken(code);
+      if (resp.status === 204 || resp.status === 404 || resp.status === 410 || resp.status === 451) {
+        tokens.forget(code);
         location.replace("/" + code);
         return;
       }
@@ -198,7 +236,7 @@
       status.textContent = refused ? "That is not this paste's delete token."
         : "The paste could not be deleted (" + resp.status + "). Try again.";
       if (refused && token) {
-        forgetToken(code);
+        tokens.forget(code);
         useStored("");
       }
     });
@@ -227,7 +265,8 @@
   }
 
   function start() {
-    forgetExpiredTokens();
+    tokens.prune();
+    forgetGonePastes();
     setUpCopyButtons();
     setUpCreateForm();
     setUpPaste();

@@ -16,6 +16,7 @@ type Proxy struct {
 	mode   proxyMode
 	conns  map[net.Conn]bool
 	resume chan struct{} // closed when a stall ends
+	delay  time.Duration // how long each chunk is held, in either direction
 	wg     sync.WaitGroup
 }
 
@@ -59,6 +60,14 @@ func (p *Proxy) Stall() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.setMode(proxyStall)
+}
+
+// Delay holds every chunk of bytes d before it goes on, in both directions, as a server (or a
+// network) that far away would: each request and each answer is at least d late.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.delay = d
 }
 
 // Restore lets traffic through again.
@@ -133,8 +142,9 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			mode, resume := p.mode, p.resume
+			mode, resume, delay := p.mode, p.resume, p.delay
 			p.mu.Unlock()
+			time.Sleep(delay)
 			if mode == proxyStall {
 				<-resume
 				p.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 
@@ -116,4 +117,83 @@ func Keys(t testing.TB, rdb redis.UniversalClient, prefix string) []string {
 		t.Fatal(err)
 	}
 	return keys
+}
+
+// Masters returns the addresses of the masters of rdb, sorted: one for a single server.
+func Masters(t testing.TB, rdb redis.UniversalClient) []string {
+	t.Helper()
+	var mu sync.Mutex // ForEachMaster runs fn on the masters at once
+	var addrs []string
+	err := cache.ForEachMaster(context.Background(), rdb, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		addrs = append(addrs, node.Options().Addr)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(addrs)
+	return addrs
+}
+
+// MasterOf returns the address of the master of rdb that holds key.
+func MasterOf(t testing.TB, rdb redis.UniversalClient, key string) string {
+	t.Helper()
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node.Options().Addr
+	case *redis.Client:
+		return c.Options().Addr
+	}
+	t.Fatalf("redis client %T: neither one server nor a cluster", rdb)
+	return ""
+}
+
+// OnEveryMaster returns names, one for each master of rdb, whose keys (key(name)) lie on different
+// masters: the first of name(0), name(1), ... to land on each. A test of a cluster that touches one
+// key reaches one master, which a client talking to its seed node alone reaches as well a third of
+// the time; its keys are these instead. It fails the test if a thousand names leave a master out.
+func OnEveryMaster(t testing.TB, rdb redis.UniversalClient, key func(name string) string, name func(i int) string) []string {
+	t.Helper()
+	masters := Masters(t, rdb)
+	taken := map[string]string{}
+	for i := 0; i < 1000 && len(taken) < len(masters); i++ {
+		n := name(i)
+		if m := MasterOf(t, rdb, key(n)); taken[m] == "" {
+			taken[m] = n
+		}
+	}
+	if len(taken) < len(masters) {
+		t.Fatalf("a thousand names reach %d of the %d masters", len(taken), len(masters))
+	}
+	names := make([]string, 0, len(masters))
+	for _, m := range masters {
+		names = append(names, taken[m])
+	}
+	return names
+}
+
+// MastersHolding counts the masters of rdb that hold a key under prefix.
+func MastersHolding(t testing.TB, rdb redis.UniversalClient, prefix string) int {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	err := cache.ForEachMaster(context.Background(), rdb, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		if iter.Next(ctx) {
+			mu.Lock()
+			n++
+			mu.Unlock()
+		}
+		return iter.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

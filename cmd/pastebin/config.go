@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -130,6 +132,29 @@ func (d *duration) Set(v string) error {
 	return err
 }
 
+// durationOrOff is a flag for a duration that "off" (or 0) turns off: 1h, 1d, 365d.
+type durationOrOff time.Duration
+
+func (d *durationOrOff) String() string {
+	if *d == 0 {
+		return "off"
+	}
+	return api.FormatLifetime(time.Duration(*d))
+}
+
+func (d *durationOrOff) Set(v string) error {
+	if v = strings.ToLower(strings.TrimSpace(v)); v == "off" || v == "0" {
+		*d = 0
+		return nil
+	}
+	l, err := api.ParseLifetime(v)
+	if err == nil && l == 0 {
+		err = fmt.Errorf(`"never" is not a duration here; "off" turns it off`)
+	}
+	*d = durationOrOff(l)
+	return err
+}
+
 // rate is a flag for a rate limit: 60/1m, 10/1h, or "off" (also 0).
 type rate api.Rate
 
@@ -139,6 +164,32 @@ func (r *rate) Set(v string) error {
 	x, err := api.ParseRate(v)
 	*r = rate(x)
 	return err
+}
+
+// uploadRate is a flag for the least a body must deliver: a size and a window, such as 4KiB/5s, or
+// "off" (also 0) for no minimum.
+type uploadRate api.UploadRate
+
+func (r *uploadRate) String() string {
+	if !api.UploadRate(*r).On() {
+		return "off"
+	}
+	return formatBytes(r.Bytes) + "/" + api.FormatLifetime(r.Window)
+}
+
+func (r *uploadRate) Set(v string) error {
+	if v = strings.TrimSpace(v); v == "off" || v == "0" {
+		*r = uploadRate{}
+		return nil
+	}
+	size, window, ok := strings.Cut(v, "/")
+	var b byteSize
+	var d duration
+	if !ok || b.Set(strings.TrimSpace(size)) != nil || b == 0 || d.Set(strings.TrimSpace(window)) != nil {
+		return errors.New(`not a rate such as 4KiB/5s, or "off"`)
+	}
+	*r = uploadRate{Bytes: int64(b), Window: time.Duration(d)}
+	return nil
 }
 
 // prefixList is a flag for a comma-separated list of CIDR ranges; a bare address is its own range.
@@ -169,4 +220,27 @@ func (l *prefixList) Set(v string) error {
 		*l = append(*l, p.Masked())
 	}
 	return nil
+}
+
+// headerName is a flag for the name of an HTTP header that holds one client address, or
+// X-Forwarded-For.
+type headerName string
+
+func (h *headerName) String() string { return string(*h) }
+
+func (h *headerName) Set(v string) error {
+	v = http.CanonicalHeaderKey(strings.TrimSpace(v))
+	switch {
+	case v == "" || strings.ContainsFunc(v, notTokenRune):
+		return fmt.Errorf("%q is not a header name such as X-Real-IP", v)
+	case v == "Forwarded":
+		return errors.New("Forwarded (RFC 7239) is not read: name X-Forwarded-For, or a header of one address such as X-Real-IP")
+	}
+	*h = headerName(v)
+	return nil
+}
+
+// notTokenRune reports whether r may not be in a header name (RFC 9110, section 5.6.2).
+func notTokenRune(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r))
 }

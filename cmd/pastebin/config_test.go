@@ -26,3 +26,35 @@ func TestActionFlagsIgnoreTheEnvironment(t *testing.T) {
 		t.Errorf("orphan grace %s, want 2h from the environment", got)
 	}
 }
+
+// The client address header is one header name; Forwarded (RFC 7239), which names clients in a
+// syntax of its own, is refused rather than never finding a client in it.
+func TestClientIPHeaderFlag(t *testing.T) {
+	for in, want := range map[string]string{"X-Real-IP": "X-Real-Ip", " x-forwarded-for ": "X-Forwarded-For", "CF-Connecting-IP": "Cf-Connecting-Ip"} {
+		var h headerName
+		if err := h.Set(in); err != nil || string(h) != want {
+			t.Errorf("Set(%q): %q, %v; want %q", in, h, err, want)
+		}
+	}
+	for _, in := range []string{"", "X Real IP", "X-Real-IP:", "Forwarded", "forwarded"} {
+		var h headerName
+		if err := h.Set(in); err == nil {
+			t.Errorf("Set(%q) = %q, want an error", in, h)
+		}
+	}
+}
+
+func TestUploadRateFlag(t *testing.T) {
+	for in, want := range map[string]string{"4KiB/5s": "4KiB/5s", "1024/1m": "1KiB/1m", "100 / 10s": "100/10s", "off": "off", "0": "off"} {
+		var r uploadRate
+		if err := r.Set(in); err != nil || r.String() != want {
+			t.Errorf("Set(%q): %q, %v; want %q", in, r.String(), err, want)
+		}
+	}
+	for _, in := range []string{"", "4KiB", "x/5s", "0/5s", "4KiB/never", "4KiB/0", "-1/5s"} {
+		var r uploadRate
+		if err := r.Set(in); err == nil {
+			t.Errorf("Set(%q) = %q, want an error", in, r.String())
+		}
+	}
+}

@@ -30,6 +30,7 @@ type connConfig struct {
 	embeddedS3Dir string
 	logFormat     string
 	logLevel      string
+	storeOptions  []store.Option // what the command sets up beyond the connection (serve: the orphan grace)
 }
 
 // register adds the flags of every connection and of logging.
@@ -48,7 +49,7 @@ func (c *connConfig) register(fs *flag.FlagSet) {
 
 // registerDatabase adds the flags of the database connection and of logging alone.
 func (c *connConfig) registerDatabase(fs *flag.FlagSet) {
-	fs.StringVar(&c.databaseURL, "database-url", "postgres://postgres@127.0.0.1:5432/pastebin?sslmode=disable", "PostgreSQL connection URL")
+	fs.StringVar(&c.databaseURL, "database-url", "postgres://postgres@127.0.0.1:5432/pastebin?sslmode=disable", "PostgreSQL connection URL (pgx's default_query_exec_mode=simple_protocol is refused)")
 	fs.StringVar(&c.pooler, "database-pooler", "", `"transaction" when -database-url goes through a pooler in transaction mode (pgbouncer); empty when it reaches PostgreSQL or a pooler in session mode`)
 	fs.StringVar(&c.migrateURL, "migrate-database-url", "", "direct PostgreSQL URL for migrations, whose lock needs a session of its own; empty: -database-url")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log format: json, text, or auto (text on a terminal)")
@@ -92,9 +93,9 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 func (c *connConfig) openStore(ctx context.Context, logger *slog.Logger) (*store.Store, error) {
 	switch c.pooler {
 	case "":
-		return store.Open(ctx, c.databaseURL, logger)
+		return store.Open(ctx, c.databaseURL, logger, c.storeOptions...)
 	case "transaction":
-		return store.Open(ctx, c.databaseURL, logger, store.BehindTransactionPooler())
+		return store.Open(ctx, c.databaseURL, logger, append(c.storeOptions, store.BehindTransactionPooler())...)
 	}
 	return nil, fmt.Errorf("database pooler %q: want transaction, or empty", c.pooler)
 }

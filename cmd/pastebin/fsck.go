@@ -111,8 +111,8 @@ func printFsck(w io.Writer, r expiry.CheckReport, asJSON bool) error {
 		time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond))
 	printRefFindings(tw, r.Refs, r.Repair)
 	printBlobFindings(tw, r.Blobs, r.Repair)
-	fmt.Fprintf(tw, "outbox\t%d blobs, oldest %s, %d retrying\n", r.Outbox.Size,
-		time.Duration(r.Outbox.OldestAge*float64(time.Second)).Round(time.Second), r.Outbox.Retrying)
+	fmt.Fprintf(tw, "outbox\t%d blobs, oldest %s, %d retrying, %d abandoned uploads held for the grace period\n", r.Outbox.Size,
+		time.Duration(r.Outbox.OldestAge*float64(time.Second)).Round(time.Second), r.Outbox.Retrying, r.Outbox.Held)
 	for _, e := range r.Outbox.Struggling[:min(len(r.Outbox.Struggling), 5)] {
 		fmt.Fprintf(tw, "\t  %s: %d attempts, %s\n", e.BlobKey, e.Attempts, e.LastError)
 	}

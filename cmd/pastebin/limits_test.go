@@ -126,6 +126,9 @@ func TestLimitsConfig(t *testing.T) {
 		"PASTEBIN_RATE_DELETE_FAILURES":   "off",
 		"PASTEBIN_TRUSTED_PROXIES":        "10.0.0.0/8, 192.168.1.7,fd00::/8",
 		"PASTEBIN_MAX_CONCURRENT_UPLOADS": "4",
+		"PASTEBIN_MAX_UPLOADS_PER_CLIENT": "2",
+		"PASTEBIN_MIN_UPLOAD_RATE":        "1KiB/10s",
+		"PASTEBIN_CLIENT_IP_HEADER":       "x-real-ip",
 		"PASTEBIN_READ_HEADER_TIMEOUT":    "5s",
 	}
 	cfg, err := parseServeConfig(nil, func(k string) string { return env[k] }, io.Discard)
@@ -140,10 +143,14 @@ func TestLimitsConfig(t *testing.T) {
 	if diff := cmp.Diff(want, []netip.Prefix(got.trustedProxies), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("trusted proxies (-want +got):\n%s", diff)
 	}
-	if got.maxUploads != 4 || time.Duration(got.readHeaderTimeout) != 5*time.Second {
-		t.Errorf("uploads %d, read-header timeout %v", got.maxUploads, time.Duration(got.readHeaderTimeout))
+	if got.maxUploads != 4 || got.maxClientUploads != 2 || time.Duration(got.readHeaderTimeout) != 5*time.Second {
+		t.Errorf("uploads %d, per client %d, read-header timeout %v", got.maxUploads, got.maxClientUploads, time.Duration(got.readHeaderTimeout))
 	}
-	for k, v := range map[string]string{"PASTEBIN_RATE_CREATE": "lots", "PASTEBIN_TRUSTED_PROXIES": "10.0.0.0/33"} {
+	if api.UploadRate(got.minUploadRate) != (api.UploadRate{Bytes: 1024, Window: 10 * time.Second}) || got.clientIPHeader != "X-Real-Ip" {
+		t.Errorf("min upload rate %v, client address header %q", got.minUploadRate, got.clientIPHeader)
+	}
+	for k, v := range map[string]string{"PASTEBIN_RATE_CREATE": "lots", "PASTEBIN_TRUSTED_PROXIES": "10.0.0.0/33",
+		"PASTEBIN_MIN_UPLOAD_RATE": "fast", "PASTEBIN_CLIENT_IP_HEADER": "Forwarded"} {
 		_, err := parseServeConfig(nil, func(key string) string { return map[string]string{k: v}[key] }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q: got error %v, want one naming the variable", k, v, err)

@@ -149,47 +149,6 @@ func TestServeAndShutDown(t *testing.T) {
 	}
 }
 
-// TestServeOnRedisCluster: with PASTEBIN_REDIS_URL naming the test Redis Cluster, serve caches
-// reads there, counts the rate limits there, and /readyz finds every master.
-func TestServeOnRedisCluster(t *testing.T) {
-	t.Parallel()
-	env := testEnv(t)
-	env["PASTEBIN_REDIS_URL"] = cachetest.URL(t, cachetest.Cluster)
-	base, stop := startServe(t, env)
-	defer func() {
-		if err := stop(); err != nil {
-			t.Errorf("run after shutdown: %v", err)
-		}
-	}()
-	resp, err := http.Post(base+"/?expires_in=1h", "text/plain", strings.NewReader("on a cluster"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || resp.Header.Get("X-RateLimit-Limit") != "120" {
-		t.Fatalf("create: %d, X-RateLimit-Limit %q: %s", resp.StatusCode, resp.Header.Get("X-RateLimit-Limit"), body)
-	}
-	code := strings.TrimPrefix(strings.SplitN(string(body), "\n", 2)[0], base+"/")
-	rdb := cachetest.ClientOf(t, cachetest.Cluster)
-	if resp, err = http.Get(base + "/raw/" + code); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if n, err := rdb.Exists(context.Background(), env["PASTEBIN_REDIS_PREFIX"]+"paste:"+code).Result(); err != nil || n != 1 {
-		t.Errorf("the read left %d cluster keys for the paste (%v), want 1", n, err)
-	}
-	resp, err = http.Get(base + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.Contains(string(body), `"redis":"ok"`) {
-		t.Errorf("/readyz: %s, want redis ok", body)
-	}
-}
-
 func TestBadConfiguration(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

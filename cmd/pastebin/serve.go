@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"pastebin"
 	"pastebin/api"
 	"pastebin/cache"
+	"pastebin/store"
 )
 
 // serveConfig is the configuration of `pastebin serve`.
@@ -29,15 +28,20 @@ type serveConfig struct {
 	adminToken      string
 	adminTokenHex   string
 	adminHash       []byte // SHA-256 of the admin token; the token itself is not kept
+	adminTokenWeak  string // why the admin token should be replaced, said at start-up; "": nothing
+	consoleIdle     duration
 	addr            string
 	metricsAddr     string
 	baseURL         string
+	hstsMaxAge      durationOrOff
 	maxPasteBytes   byteSize
 	defaultExpiry   lifetime
 	maxExpiry       lifetime
 	allowNever      bool
 	cacheTTL        duration
 	cacheMaxBytes   byteSize
+	renderCache     byteSize
+	dedupTiming     string
 	migrate         bool
 	shutdownTimeout duration
 	drainDelay      time.Duration
@@ -49,8 +53,13 @@ type serveConfig struct {
 type limitsConfig struct {
 	createRate        rate
 	deleteFailureRate rate
+	adminFailureRate  rate
 	trustedProxies    prefixList
+	clientIPHeader    headerName
 	maxUploads        int
+	maxClientUploads  int
+	minUploadRate     uploadRate
+	maxRenders        int
 	readHeaderTimeout duration
 	readTimeout       duration
 	writeTimeout      duration
@@ -62,13 +71,20 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		maxUploads: 16, readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
+		adminFailureRate: rate{Requests: 10, Window: time.Minute}, clientIPHeader: "X-Forwarded-For",
+		maxUploads: 16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
+		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
-	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose X-Forwarded-For and X-Real-IP are believed; empty: none")
+	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
+	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
+	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
+	fs.IntVar(&c.maxRenders, "max-concurrent-renders", 0, "paste pages highlighting their content at once; 0: half the processors, at least one")
+	fs.IntVar(&c.maxClientUploads, "max-uploads-per-client", c.maxClientUploads, "one client's share of those; past it the client's creates wait a second, then 429; 0 for no share of its own")
+	fs.Var(&c.minUploadRate, "min-upload-rate", `least a create's body must deliver in each window while it holds an upload slot, such as 4KiB/5s; slower is cut off (408); "off" for no minimum`)
 	fs.Var(&c.readHeaderTimeout, "read-header-timeout", "longest time a client may take to send a request's headers")
 	fs.Var(&c.readTimeout, "read-timeout", "longest time a client may take to send a whole request, body included")
 	fs.Var(&c.writeTimeout, "write-timeout", "longest time from the end of a request's headers to the end of the answer")
@@ -85,58 +101,45 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if err := c.expiryPolicy().Validate(); err != nil {
 		return c, fmt.Errorf("expiry settings: %w", err)
 	}
+	if _, err := api.ParseDedupTiming(c.dedupTiming); err != nil {
+		return c, err
+	}
 	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
 		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
 	}
 	var err error
-	if c.adminHash, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
+	if c.adminHash, c.adminTokenWeak, err = adminHash(c.adminToken, c.adminTokenHex); err != nil {
 		return c, err
 	}
 	c.adminToken = ""
 	return c, nil
 }
 
-// adminHash is the SHA-256 of the admin token, from the token or given as hex; nil for none.
-func adminHash(token, hexHash string) ([]byte, error) {
-	switch {
-	case token != "" && hexHash != "":
-		return nil, errors.New("set the admin token or its hash, not both")
-	case token != "":
-		if len(token) < 16 {
-			return nil, errors.New("the admin token must be at least 16 characters")
-		}
-		h := sha256.Sum256([]byte(token))
-		return h[:], nil
-	case hexHash != "":
-		h, err := hex.DecodeString(hexHash)
-		if err != nil || len(h) != sha256.Size {
-			return nil, errors.New("the admin token hash must be 64 hex digits")
-		}
-		return h, nil
-	}
-	return nil, nil
-}
-
 // flags registers serve's flags on a new flag set, with their defaults in c.
 func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
-		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, shutdownTimeout: duration(15 * time.Second),
+		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
+		consoleIdle: duration(api.DefaultConsoleIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)
 	c.expiry.register(fs)
 	fs.StringVar(&c.adminToken, "admin-token", "", "token for /admin (as Authorization: Bearer); empty turns /admin off. Only its hash is kept")
 	fs.StringVar(&c.adminTokenHex, "admin-token-sha256", "", "hex SHA-256 of the admin token, instead of the token itself")
+	fs.Var(&c.consoleIdle, "console-idle-timeout", "a console session unused this long ends (it lasts 12 hours at most anyway)")
 	fs.StringVar(&c.addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "address of its own for /metrics, kept off the public one; empty: /metrics on -addr")
-	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers; empty: the scheme and host of each request")
+	fs.StringVar(&c.baseURL, "base-url", "", "public URL of the service, used in answers and trusted as the site's own origin; empty: the scheme and host of each request")
+	fs.Var(&c.hstsMaxAge, "hsts-max-age", `max-age of Strict-Transport-Security on answers to requests that came over HTTPS; "off" for none`)
 	fs.Var(&c.maxPasteBytes, "max-paste-size", "largest paste accepted")
 	fs.Var(&c.defaultExpiry, "default-expiry", `expiry of pastes that name none (10m, 1h, 1d, 1w, 30d, seconds, or "never")`)
 	fs.Var(&c.maxExpiry, "max-expiry", "longest expiry a paste may ask for")
 	fs.BoolVar(&c.allowNever, "allow-never", false, `accept expires_in=never (pastes that never expire)`)
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
+	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
+	fs.StringVar(&c.dedupTiming, "dedup-timing", string(api.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
@@ -161,6 +164,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, hurry, stop := notifyStop(ctx)
 	defer stop()
 
+	// Creates hold their abandoned uploads for the grace period the sweeper waits for too.
+	cfg.conn.storeOptions = append(cfg.conn.storeOptions, store.OrphanGrace(time.Duration(cfg.expiry.orphanGrace)))
 	svc, err := cfg.conn.open(ctx, logger)
 	if err != nil {
 		return err
@@ -173,6 +178,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 
 	warnClockSkew(ctx, svc, logger)
+	if cfg.adminTokenWeak != "" {
+		logger.Warn(cfg.adminTokenWeak)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -184,11 +192,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	handler := api.NewServer(api.Config{
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
-		AdminTokenHash: cfg.adminHash, CreateRate: api.Rate(cfg.limits.createRate),
-		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), RateKeyPrefix: cfg.conn.redisPrefix + "rate:",
-		TrustedProxies: cfg.limits.trustedProxies, MaxConcurrentUploads: cfg.limits.maxUploads,
-		MetricsElsewhere: cfg.metricsAddr != "",
+		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
+		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
+		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
+		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
+		MaxConcurrentUploads: cfg.limits.maxUploads, MaxUploadsPerClient: cfg.limits.maxClientUploads,
+		MinUploadRate:    api.UploadRate(cfg.limits.minUploadRate),
+		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
+		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
+		DedupTiming: api.DedupTiming(cfg.dedupTiming),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 

@@ -24,13 +24,9 @@ type operatorFlags struct {
 	asJSON bool
 }
 
-func (o *operatorFlags) register(fs *flag.FlagSet, reasonRequired bool) {
+func (o *operatorFlags) register(fs *flag.FlagSet) {
 	o.conn.register(fs)
-	help := "why, for the audit log (required)"
-	if !reasonRequired {
-		help = "why, for the audit log"
-	}
-	fs.StringVar(&o.reason, "reason", "", help)
+	fs.StringVar(&o.reason, "reason", "", "why, for the audit log (required)")
 	fs.BoolVar(&o.legal, "legal", false, "the reason is a legal one: readers of what is taken down get 451")
 	fs.BoolVar(&o.asJSON, "json", false, "print the result as JSON")
 }
@@ -94,7 +90,7 @@ func runTakedown(ctx context.Context, args []string, getenv func(string) string,
 	var o operatorFlags
 	var block bool
 	fs := newFlagSet("takedown CODE", "Takes a paste down, as its owner's delete with an operator's reason; with -block, also blocks its\ncontent, which takes down every paste of it and refuses it on create.", stdout)
-	o.register(fs, true)
+	o.register(fs)
 	fs.BoolVar(&block, "block", false, "also block the paste's content, taking down every paste of it")
 	code, err := parseOperator(fs, args, getenv)
 	if err != nil {
@@ -125,7 +121,7 @@ func runBlock(ctx context.Context, args []string, getenv func(string) string, st
 	var code string
 	var takeDown bool
 	fs := newFlagSet("block (HASH | -code CODE)", "Blocks content by its SHA-256 or as a paste's content: creates of it are refused (451).", stdout)
-	o.register(fs, true)
+	o.register(fs)
 	fs.StringVar(&code, "code", "", "block the content of this paste instead of naming its hash")
 	fs.BoolVar(&takeDown, "take-down", false, "take down every paste of the content now")
 	arg, err := parseOperator(fs, args, getenv)
@@ -153,18 +149,21 @@ func runBlock(ctx context.Context, args []string, getenv func(string) string, st
 	})
 }
 
-// runUnblock lets content be stored again: pastebin unblock HASH [-reason ...].
+// runUnblock lets content be stored again: pastebin unblock HASH -reason ....
 func runUnblock(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	var o operatorFlags
 	fs := newFlagSet("unblock HASH", "Lets blocked content be stored again; pastes taken down stay down.", stdout)
-	o.register(fs, false)
+	o.register(fs)
 	arg, err := parseOperator(fs, args, getenv)
 	if err != nil {
 		return err
 	}
 	hash, err := store.ParseContentHash(strings.ToLower(arg))
 	if err != nil {
-		return fmt.Errorf("usage: pastebin unblock HASH [-reason WHY]: %w", err)
+		return fmt.Errorf("usage: pastebin unblock HASH -reason WHY: %w", err)
+	}
+	if strings.TrimSpace(o.reason) == "" {
+		return errors.New("usage: pastebin unblock HASH -reason WHY")
 	}
 	return o.withOperator(ctx, stdout, func(svc *services, _ *slog.Logger) error {
 		removed, err := svc.store.Unblock(ctx, hash, o.reason, cliActor())

@@ -88,7 +88,7 @@ func TestOperatorCommands(t *testing.T) {
 	if n := storetest.Count(t, st.Pool(), `SELECT count(*) FROM admin_audit WHERE via = 'cli' AND actor LIKE 'cli:%@%'`); n != 3 {
 		t.Errorf("%d command-line actions in the audit log, want 3", n)
 	}
-	for _, args := range [][]string{{"takedown", code}, {"block", "-reason", "x"}, {"block", "-reason", "x", "-code", code, hexHash}, {"unblock", "abc"}} {
+	for _, args := range [][]string{{"takedown", code}, {"block", "-reason", "x"}, {"block", "-reason", "x", "-code", code, hexHash}, {"unblock", "abc"}, {"unblock", hexHash}, {"unblock", hexHash, "-reason", " "}} {
 		if err := run(ctx, append([]string{"pastebin"}, args...), getenv, io.Discard); err == nil {
 			t.Errorf("pastebin %v succeeded", args)
 		}

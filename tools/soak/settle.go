@@ -61,9 +61,13 @@ func (s *soak) backlog(ctx context.Context, since time.Time) (backlog, error) {
 // five after a deleter claims keys) and its back-off after failed deletes exist for processes that
 // die and for S3 outages; the soak caused many of both, and plays the clock forward rather than
 // wait minutes. A key still leased to a live deleter may then be deleted twice, which is harmless:
-// deleting a missing key succeeds.
+// deleting a missing key succeeds. The uploads of failed creates, held for the grace period in case
+// their create committed after all, are released too: the load has stopped, so every create's fate
+// is known by now.
 func (s *soak) fastForwardOutbox(ctx context.Context) {
-	_, _ = s.pool.Exec(ctx, `UPDATE blob_deletions SET next_attempt = now() WHERE next_attempt > now()`)
+	_, _ = s.pool.Exec(ctx, `
+		UPDATE blob_deletions SET next_attempt = now(), not_before = least(not_before, now())
+		WHERE next_attempt > now()`)
 }
 
 // cleanupRun has serve process i start a cleanup run (POST /admin/cleanup) and waits until the run

@@ -1,0 +1,86 @@
+package cache_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"pastebin/cache"
+	"pastebin/cache/cachetest"
+)
+
+// TestLimiterTokens: a key takes n tokens at a time up to its burst, a look takes none, and a
+// refund gives them back; two limiters on one Redis count one allowance, as replicas do.
+func TestLimiterTokens(t *testing.T) {
+	t.Parallel()
+	cachetest.ForEach(t, testLimiterTokens)
+}
+
+func testLimiterTokens(t *testing.T, kind cachetest.Kind) {
+	logger := slog.New(slog.DiscardHandler)
+	c, prefix := cachetest.NewOf(t, kind, logger)
+	ctx := context.Background()
+	a := cache.NewLimiter("drain", c.Client(), prefix, logger)
+	b := cache.NewLimiter("drain", c.Client(), prefix, logger) // another replica
+	limit := cache.Limit{Tokens: 10, Per: time.Hour}
+
+	if v := a.Allow(ctx, "budget", limit, 6); !v.Allowed || v.Remaining != 4 || v.Local {
+		t.Fatalf("6 of 10: got %+v, want allowed, 4 remaining, counted in Redis", v)
+	}
+	if v := b.Peek(ctx, "budget", limit, 4); !v.Allowed || v.Remaining != 4 {
+		t.Fatalf("a look at 4 of the 4 left: got %+v, want allowed, 4 remaining", v)
+	}
+	v := b.Allow(ctx, "budget", limit, 5)
+	if v.Allowed {
+		t.Fatalf("5 of the 4 left, through the other replica: got %+v, want refused", v)
+	}
+	if want := 6 * time.Minute; v.RetryAfter < want-time.Minute || v.RetryAfter > want+time.Second {
+		t.Errorf("retry after: got %v, want about %v (one token more, at 6 minutes a token)", v.RetryAfter, want)
+	}
+	if v := b.Peek(ctx, "budget", limit, 5); v.Allowed || v.RetryAfter <= 5*time.Minute {
+		t.Errorf("a look at 5: got %+v, want refused, with a retry of about 6 minutes", v)
+	}
+	a.Refund(ctx, "budget", limit, 3)
+	if v := b.Allow(ctx, "budget", limit, 7); !v.Allowed || v.Remaining != 0 {
+		t.Errorf("7 after 3 given back: got %+v, want allowed, none remaining", v)
+	}
+	if v := a.Allow(ctx, "other", limit, 10); !v.Allowed {
+		t.Errorf("another key: got %+v, want its own whole burst", v)
+	}
+}
+
+// TestLimiterWithoutRedis: with Redis down the limiter counts in memory, says so, and still holds
+// the limit, whose changes it follows.
+func TestLimiterWithoutRedis(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dead := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { dead.Close() })
+	l := cache.NewLimiter("drain", dead, "pbtest:", slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	limit := cache.Limit{Tokens: 2, Per: time.Hour, Burst: 3}
+
+	if v := l.Allow(ctx, "budget", limit, 3); !v.Allowed || !v.Local || v.Remaining != 0 {
+		t.Fatalf("3 of a burst of 3, Redis down: got %+v, want allowed, counted locally, none left", v)
+	}
+	if v := l.Allow(ctx, "budget", limit, 1); v.Allowed || v.RetryAfter < 29*time.Minute {
+		t.Fatalf("one more: got %+v, want refused for about 30 minutes", v)
+	}
+	l.Refund(ctx, "budget", limit, 1)
+	if v := l.Allow(ctx, "budget", limit, 1); !v.Allowed {
+		t.Errorf("one given back: got %+v, want allowed", v)
+	}
+	faster := cache.Limit{Tokens: 3600, Per: time.Second, Burst: 3600} // a controller raised the rate
+	if v := l.Allow(ctx, "budget", faster, 100); !v.Allowed && v.RetryAfter > time.Second {
+		t.Errorf("100 at the raised rate: got %+v, want them within a second (at the old rate: 50 hours)", v)
+	}
+}
