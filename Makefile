@@ -99,7 +99,7 @@ tool-%:
 bench-cleanup: tool-cleanupbench
 	scripts/with-services.sh bench bin/cleanupbench -pastes $(PASTES) $(BENCH_ARGS)
 
-# The heavy day (README, "Performance"): 10 million expired pastes among 20 million (PASTES= fewer),
+# The heavy day (docs/performance.md, "The heavy day"): 10 million expired pastes among 20 million (PASTES= fewer),
 # drained by two serve replicas under a foreground load, against the set-based floor and the load
 # alone. The loaded data is kept for the next run (.pastebin/bench); the report and the plot go to
 # artifacts/heavyday/. BENCH_ARGS passes flags (bin/heavyday -h after make tool-heavyday).
@@ -108,8 +108,8 @@ bench-heavyday: build tool-heavyday
 	scripts/with-services.sh bench bin/heavyday -pastes $(HEAVY_PASTES) $(BENCH_ARGS)
 
 # What one paste costs: bytes per row and index entry, WAL per create, cleanup and purge, S3 and
-# Redis calls per 1000 expirations, and what that comes to at the design notes' scale (README,
-# "Running at scale"). Durable PostgreSQL settings (the bench profile); written to artifacts/costs.txt.
+# Redis calls per 1000 expirations, and what that comes to at the design notes' scale
+# (docs/scaling.md, "Capacity on paper"). Durable PostgreSQL settings (the bench profile); written to artifacts/costs.txt.
 costs: tool-costs
 	scripts/with-services.sh bench bin/costs $(COSTS_ARGS)
 

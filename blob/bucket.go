@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -47,6 +48,7 @@ type Bucket struct {
 	client  *s3.Client
 	name    string
 	timeout time.Duration
+	local   *localBucket // the embedded server's store in this process, instead of client
 }
 
 // newRetryer retries a request twice, quickly: that smooths over a dropped keep-alive connection;
@@ -60,11 +62,25 @@ func newRetryer() aws.Retryer {
 	return retry.AddWithErrorCodes(standard, "ExistingObjectIsDirectory")
 }
 
+// maxIdleConns is how many idle connections to S3 the client keeps. The SDK's default keeps 10 and
+// closes the rest, so past 10 puts at once (32 clients creating pastes) most puts dialed anew, and
+// each left a socket in TIME_WAIT: a cost on every put, and at a thousand a second over loopback,
+// no ports left within a minute. Idle connections still close after the transport's idle timeout.
+const maxIdleConns = 128
+
+// newHTTPClient is the SDK's HTTP client with room for maxIdleConns idle connections to the host.
+func newHTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	})
+}
+
 // Open connects to the bucket of cfg, creating it if it does not exist.
 func Open(ctx context.Context, cfg Config) (*Bucket, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(cfg.Region),
 		config.WithRetryer(newRetryer),
+		config.WithHTTPClient(newHTTPClient()),
 	}
 	if cfg.AccessKeyID != "" {
 		opts = append(opts, config.WithCredentialsProvider(
@@ -97,6 +113,9 @@ func Open(ctx context.Context, cfg Config) (*Bucket, error) {
 func (b *Bucket) Name() string { return b.name }
 
 func (b *Bucket) ensure(ctx context.Context) error {
+	if b.local != nil {
+		return b.local.ensure()
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	if _, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.name}); err == nil {
@@ -113,6 +132,9 @@ func (b *Bucket) ensure(ctx context.Context) error {
 
 // Ping checks that the bucket answers.
 func (b *Bucket) Ping(ctx context.Context) error {
+	if b.local != nil {
+		return b.local.ping()
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.name}); err != nil {
@@ -136,6 +158,12 @@ func NewKey(hash []byte) (string, error) {
 
 // Put stores data under key, refusing to overwrite an existing object.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
+	if b.local != nil {
+		if err := b.local.put(ctx, key, data); err != nil {
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	_, err := b.client.PutObject(ctx, &s3.PutObjectInput{
@@ -154,6 +182,9 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 
 // Get returns the object under key. The caller closes it.
 func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if b.local != nil {
+		return b.local.get(key)
+	}
 	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.name, Key: &key})
 	if isNotFound(err) {
 		return nil, ErrNotFound
@@ -166,6 +197,9 @@ func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 
 // Exists reports whether an object is stored under key.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
+	if b.local != nil {
+		return b.local.exists(key)
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	_, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.name, Key: &key})

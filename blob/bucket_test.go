@@ -6,18 +6,36 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
 )
 
-// servers runs fn against versitygw (real S3 with signatures) and the embedded server.
+// servers runs fn against versitygw (real S3 with signatures), the embedded server, and the
+// embedded server's store in process, as the process that runs the server uses it.
 func servers(t *testing.T, fn func(t *testing.T, b *blob.Bucket)) {
 	t.Run("versitygw", func(t *testing.T) { t.Parallel(); fn(t, blobtest.New(t)) })
 	t.Run("embedded", func(t *testing.T) {
 		t.Parallel()
 		b, _ := blobtest.Embedded(t)
+		fn(t, b)
+	})
+	t.Run("embedded in process", func(t *testing.T) {
+		t.Parallel()
+		b, err := startEmbedded(t, t.TempDir()).Bucket("pastebin")
+		if err != nil {
+			t.Fatal(err)
+		}
 		fn(t, b)
 	})
 }
@@ -127,4 +145,44 @@ func TestPutWhileDeletesEmptyTheBucket(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConcurrentPutsKeepTheirConnections: puts from many goroutines at once reuse their
+// connections to S3 rather than open one per put. (The SDK's own client keeps 10 idle connections
+// a host and closes the rest: at 32 puts at once, most puts dialed anew, each leaving a socket in
+// TIME_WAIT, and over loopback at a thousand puts a second that runs out of ports in a minute.)
+func TestConcurrentPutsKeepTheirConnections(t *testing.T) {
+	t.Parallel()
+	var dials atomic.Int64
+	srv := httptest.NewUnstartedServer(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			dials.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	b, err := blob.Open(context.Background(), blob.Config{Endpoint: srv.URL, Region: "us-east-1", Bucket: "conns",
+		PathStyle: true, AccessKeyID: "k", SecretAccessKey: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const clients, each = 32, 20
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := range each {
+				if err := b.Put(context.Background(), fmt.Sprintf("blobs/%02d/%02d", c, i), []byte("x")); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(time.Duration(c%4) * time.Millisecond) // as a create's other steps do: puts come and go
+
+			}
+		})
+	}
+	wg.Wait()
+	if n := dials.Load(); n > 2*clients {
+		t.Errorf("%d puts from %d clients at once opened %d connections, want at most %d", clients*each, clients, n, 2*clients)
+	}
 }

@@ -37,6 +37,9 @@ func (b *Bucket) Delete(ctx context.Context, keys []string) (DeleteResult, error
 }
 
 func (b *Bucket) deleteChunk(ctx context.Context, keys []string, res *DeleteResult) error {
+	if b.local != nil {
+		return b.local.deleteChunk(keys, res)
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	objects := make([]types.ObjectIdentifier, len(keys))
@@ -81,6 +84,9 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func([]Object) erro
 // ListAfter is List from the first key after startAfter on; "" starts at the beginning. Listings of
 // several key ranges can then run side by side.
 func (b *Bucket) ListAfter(ctx context.Context, prefix, startAfter string, fn func([]Object) error) error {
+	if b.local != nil {
+		return b.local.listAfter(prefix, startAfter, fn)
+	}
 	in := &s3.ListObjectsV2Input{Bucket: &b.name, Prefix: &prefix}
 	if startAfter != "" {
 		in.StartAfter = &startAfter

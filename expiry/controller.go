@@ -11,7 +11,8 @@ const (
 	reasonDatabaseSlow = "database_slow" // the automatic pacing: finishing transactions over the target
 )
 
-// The controller's fixed ratios. README, "Pacing the drain", gives the measurements behind them.
+// The controller's fixed ratios. docs/performance.md, "Pacing the drain", gives the measurements
+// behind them.
 const (
 	deepestCut = 0.5 // a cut leaves target/signal of the throughput flowing, at least this much...
 	mildestCut = 0.9 // ...and at most this much

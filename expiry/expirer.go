@@ -36,7 +36,7 @@ type Config struct {
 	Pacing             Pacing
 }
 
-// DefaultConfig is the configuration the README documents.
+// DefaultConfig is the configuration docs/configuration.md documents.
 func DefaultConfig() Config {
 	return Config{
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,

@@ -67,6 +67,22 @@ func Embedded(t testing.TB) (*blob.Bucket, *blob.Embedded) {
 	return b, e
 }
 
+// InProcess returns a bucket of an embedded server's store under a temporary folder, used in
+// process, as serve uses the server it runs.
+func InProcess(t testing.TB) *blob.Bucket {
+	t.Helper()
+	e, err := blob.StartEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	b, err := e.Bucket("pastebin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Keys lists every key in the bucket.
 func Keys(t testing.TB, b *blob.Bucket) []string {
 	t.Helper()

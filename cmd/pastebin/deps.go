@@ -186,8 +186,9 @@ func (c *connConfig) openBucket(ctx context.Context, svc *services, logger *slog
 		case err != nil:
 			return nil, err
 		default:
-			svc.embedded, cfg.Endpoint = e, e.Endpoint
+			svc.embedded = e
 			logger.Info("embedded S3 server started", "endpoint", e.Endpoint, "dir", c.embeddedS3Dir)
+			return e.Bucket(cfg.Bucket) // in process: the endpoint is for other processes
 		}
 		cfg.PathStyle, cfg.AccessKeyID, cfg.SecretAccessKey = true, "embedded", "embedded"
 	}

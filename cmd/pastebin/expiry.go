@@ -48,7 +48,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	c.registerPacing(fs, d.Pacing)
 }
 
-// registerPacing adds the settings of the drain's pace (README, "Pacing the drain").
+// registerPacing adds the settings of the drain's pace (docs/operations.md, "Pacing the drain").
 func (c *expiryConfig) registerPacing(fs *flag.FlagSet, d expiry.Pacing) {
 	c.pacing = d
 	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": slow the drain while its finishing transactions are slower than -cleanup-pacing-target; "off": only -cleanup-max-rate`)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -143,13 +144,33 @@ type makeRun struct {
 // binary into a folder of the test, and waits until it serves.
 func startMakeRun(t *testing.T, env map[string]string) *makeRun {
 	t.Helper()
-	m := &makeRun{t: t, done: make(chan error, 1)}
-	m.cmd = exec.Command("make", "--no-print-directory", "run", "BIN="+filepath.Join(t.TempDir(), "pastebin"))
-	m.cmd.Dir = "../.."
-	m.cmd.Env = append(withoutVars(withoutVars(os.Environ(), "PASTEBIN_"), "MAKE"), "PASTEBIN_PORT_OFFSET="+strconv.Itoa(portOffset(t)))
-	for k, v := range env {
-		m.cmd.Env = append(m.cmd.Env, k+"="+v)
+	cmd := exec.Command("make", "--no-print-directory", "run", "BIN="+filepath.Join(t.TempDir(), "pastebin"))
+	cmd.Dir = "../.."
+	cmd.Env = runEnv(t, env)
+	m, err := launchMakeRun(t, cmd)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
+}
+
+// runEnv is the environment of a `make run`: this process's without any PASTEBIN_ or MAKE variable
+// (an outer make's jobserver flags included), then the port offset and env.
+func runEnv(t *testing.T, env map[string]string) []string {
+	t.Helper()
+	vars := append(withoutVars(withoutVars(os.Environ(), "PASTEBIN_"), "MAKE"), "PASTEBIN_PORT_OFFSET="+strconv.Itoa(portOffset(t)))
+	for k, v := range env {
+		vars = append(vars, k+"="+v)
+	}
+	return vars
+}
+
+// launchMakeRun starts cmd, a `make run` or a script ending in one, in a process group of its own,
+// and waits until serve logs that it serves. It answers an error, with what cmd wrote to stderr,
+// when cmd ends before that.
+func launchMakeRun(t *testing.T, cmd *exec.Cmd) (*makeRun, error) {
+	t.Helper()
+	m := &makeRun{t: t, cmd: cmd, done: make(chan error, 1)}
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // make, the script and serve: stopped together
 	m.cmd.Stderr = writerFunc(func(p []byte) (int, error) { m.mu.Lock(); defer m.mu.Unlock(); return m.stderr.Write(p) })
 	stdout, err := m.cmd.StdoutPipe()
@@ -174,12 +195,13 @@ func startMakeRun(t *testing.T, env map[string]string) *makeRun {
 	select {
 	case a := <-addr:
 		m.base = "http://" + a
+		return m, nil
 	case err := <-m.done:
-		t.Fatalf("make run ended before it served: %v\n%s", err, m.output())
+		return nil, fmt.Errorf("make run ended before it served: %v\n%s", err, m.output())
 	case <-time.After(5 * time.Minute): // the build included, on a busy machine
 		t.Fatalf("make run did not serve within 5 minutes:\n%s", m.output())
+		return nil, nil
 	}
-	return m
 }
 
 // stop interrupts make run as Ctrl+C does and returns what it wrote to stderr.

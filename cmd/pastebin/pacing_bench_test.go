@@ -24,7 +24,7 @@ import (
 // each line shows the drain's rate against what users saw (the load's p50/p99, the baseline first)
 // and the candidate signals: the finishing transaction's latency, a probe query's latency through
 // its own connection, and PostgreSQL's active backends and lock waiters. It is a measurement on a
-// shared machine, not a test: it runs only with PASTEBIN_PACING_BENCH=1 (README, "Pacing the drain").
+// shared machine, not a test: it runs only with PASTEBIN_PACING_BENCH=1 (docs/performance.md, "Pacing the drain").
 func BenchmarkPacingSignals(b *testing.B) {
 	if os.Getenv("PASTEBIN_PACING_BENCH") == "" {
 		b.Skip("a measurement of several minutes: set PASTEBIN_PACING_BENCH=1")

@@ -12,40 +12,71 @@ import (
 	"testing"
 )
 
-// TestREADMEConfiguration keeps the README's configuration table and serve's flags the same: every
-// flag is in the table under its environment variable, with its real default, and the table names
-// nothing else.
-func TestREADMEConfiguration(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestConfigurationTable keeps docs/configuration.md's table and serve's flags the same: every flag
+// is in the table under its environment variable, with its real default, and the table names nothing
+// else. The README's short table of the most used settings may leave settings out, but what it names
+// must exist, with the same default.
+func TestConfigurationTable(t *testing.T) {
+	t.Parallel()
+	defaults := serveDefaults()
+	full := configurationTable(t, "../../docs/configuration.md")
+	for env, want := range defaults {
+		got, ok := full[env]
+		switch {
+		case !ok:
+			t.Errorf("docs/configuration.md lacks %s", env)
+		case got != want:
+			t.Errorf("docs/configuration.md says %s defaults to %s, the flag says %s", env, got, want)
+		}
+	}
+	for env := range full {
+		if _, ok := defaults[env]; !ok {
+			t.Errorf("docs/configuration.md documents %s, which serve does not read", env)
+		}
+	}
+	short := configurationTable(t, "../../README.md")
+	if len(short) < 8 {
+		t.Errorf("the README's table names %d settings; want the most used ones, about ten", len(short))
+	}
+	for env, got := range short {
+		if want, ok := defaults[env]; !ok {
+			t.Errorf("the README documents %s, which serve does not read", env)
+		} else if got != want {
+			t.Errorf("the README says %s defaults to %s, the flag says %s", env, got, want)
+		}
+	}
+}
+
+// serveDefaults maps each of serve's settings, by environment variable, to its default as the tables
+// write it: in backquotes, or "(empty)".
+func serveDefaults() map[string]string {
+	defaults := map[string]string{}
+	var c serveConfig
+	c.flags(io.Discard).VisitAll(func(f *flag.Flag) {
+		defaults[envName(f.Name)] = "`" + f.DefValue + "`"
+		if f.DefValue == "" {
+			defaults[envName(f.Name)] = "(empty)"
+		}
+	})
+	return defaults
+}
+
+// configurationTable reads the rows of a configuration table, `| `PASTEBIN_X` | default | meaning |`.
+func configurationTable(t *testing.T, path string) map[string]string {
+	t.Helper()
+	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	row := regexp.MustCompile("(?m)^\\| `(PASTEBIN_[A-Z0-9_]+)` \\| ([^|]+) \\|")
-	documented := map[string]string{}
-	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
-		documented[m[1]] = strings.TrimSpace(m[2])
+	table := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(text), -1) {
+		if _, twice := table[m[1]]; twice {
+			t.Errorf("%s documents %s twice", path, m[1])
+		}
+		table[m[1]] = strings.TrimSpace(m[2])
 	}
-	var c serveConfig
-	fs := c.flags(io.Discard)
-	fs.VisitAll(func(f *flag.Flag) {
-		env := envName(f.Name)
-		got, ok := documented[env]
-		if !ok {
-			t.Errorf("README's configuration table lacks %s (-%s)", env, f.Name)
-			return
-		}
-		want := "`" + f.DefValue + "`"
-		if f.DefValue == "" {
-			want = "(empty)"
-		}
-		if got != want {
-			t.Errorf("README says %s defaults to %q, the flag says %q", env, got, want)
-		}
-		delete(documented, env)
-	})
-	for env := range documented {
-		t.Errorf("README documents %s, which serve does not read", env)
-	}
+	return table
 }
 
 // TestMakeRunListensOnLoopback: `make run` is a development run, on 127.0.0.1 unless PASTEBIN_ADDR

@@ -1,7 +1,7 @@
 // Command costs measures what one paste costs the deployment (make costs), the numbers behind the
-// README's capacity on paper: bytes per row and per index entry of each table on a loaded database
-// (pg_relation_size, pgstattuple), WAL per create, per cleaned paste (with the vacuum that follows)
-// and per purged tombstone (pg_current_wal_lsn, split into records and full-page images with
+// capacity on paper in docs/scaling.md: bytes per row and per index entry of each table on a loaded
+// database (pg_relation_size, pgstattuple), WAL per create, per cleaned paste (with the vacuum that
+// follows) and per purged tombstone (pg_current_wal_lsn, split into records and full-page images with
 // pg_waldump), and S3 and Redis calls per 1000 expirations. Creates go through the store and the
 // bucket as the API makes them; cleanup is the expiry subsystem itself. It runs on the bench
 // profile's PostgreSQL, whose settings are durable (fsync, full_page_writes), and prints the costs

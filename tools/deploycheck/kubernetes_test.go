@@ -98,7 +98,7 @@ func TestOverlaysRender(t *testing.T) {
 }
 
 // TestScaledGoesThroughThePooler: the scaled overlay's replicas reach PostgreSQL through pgbouncer
-// in transaction mode, and its migrations reach PostgreSQL itself (README, "Running at scale").
+// in transaction mode, and its migrations reach PostgreSQL itself (docs/scaling.md, "pgbouncer").
 func TestScaledGoesThroughThePooler(t *testing.T) {
 	objs := render(t, "scaled")
 	d := only[*appsv1.Deployment](t, objs, "pastebin")
@@ -226,7 +226,7 @@ func containerfileUser(t *testing.T) int64 {
 
 // TestShutdownFitsTheGracePeriod: the preStop sleep is the drain delay, and the grace period
 // outlasts the sleep, the process's drain, its shutdown timeout and the cleanup batch in flight
-// (README, "Running at scale").
+// (docs/scaling.md, "Shutdown").
 func TestShutdownFitsTheGracePeriod(t *testing.T) {
 	for _, overlay := range overlays {
 		t.Run(overlay, func(t *testing.T) {
@@ -251,8 +251,8 @@ func TestShutdownFitsTheGracePeriod(t *testing.T) {
 	}
 }
 
-// batchMargin is what a shutdown leaves the cleanup batch in flight: under a second (README,
-// "Running at scale"; finishing p99 at most 263 ms in docs/heavyday-10m.md).
+// batchMargin is what a shutdown leaves the cleanup batch in flight: under a second
+// (docs/scaling.md, "Shutdown"; finishing p99 at most 263 ms in docs/heavyday-10m.md).
 const batchMargin = time.Second
 
 func envDuration(t *testing.T, objs []runtime.Object, d *appsv1.Deployment, name string) time.Duration {

@@ -13,7 +13,7 @@ import (
 
 var systemdDir = filepath.Join(repoRoot, "deploy", "systemd")
 
-// unitBinary is where the unit expects the pastebin binary (README, "Deploying").
+// unitBinary is where the unit expects the pastebin binary (docs/scaling.md, "Deploying").
 const unitBinary = "/usr/local/bin/pastebin"
 
 // systemdAnalyze finds systemd-analyze. make test installs Debian's systemd when it is missing
@@ -77,7 +77,7 @@ func TestSystemdUnitIsHardened(t *testing.T) {
 }
 
 // TestSystemdStopFitsTheDrain: TimeoutStopSec outlasts the drain, the shutdown timeout and a
-// cleanup batch, as pastebin.env sets them (README, "Running at scale").
+// cleanup batch, as pastebin.env sets them (docs/scaling.md, "Shutdown").
 func TestSystemdStopFitsTheDrain(t *testing.T) {
 	env := envFile(t, filepath.Join(systemdDir, "pastebin.env"))
 	var stop time.Duration

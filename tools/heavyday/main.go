@@ -89,7 +89,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.IntVar(&cfg.liveSample, "live-sample", 50_000, "live pastes whose blobs exist, read once each by the load (uncached reads)")
 	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, heavy")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "pastebin serve replicas")
-	fs.IntVar(&cfg.workers, "workers", 1, "cleanup workers per replica (README: about one per PostgreSQL core in all)")
+	fs.IntVar(&cfg.workers, "workers", 1, "cleanup workers per replica (docs/scaling.md: about one per PostgreSQL core in all)")
 	fs.IntVar(&cfg.rate, "rate", 300, "foreground requests per second, over all replicas")
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: 10 minutes per 10 million pastes, at least 1 minute)")
 	fs.StringVar(&cfg.pacing, "pacing", "auto", "PASTEBIN_CLEANUP_PACING of the drain under load: auto or off")
