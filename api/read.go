@@ -42,7 +42,7 @@ type pasteJSON struct {
 func newPasteJSON(p store.Paste, u site.PasteURLs) pasteJSON {
 	j := pasteJSON{
 		Code: p.Code, URL: u.Page, RawURL: u.Raw, Size: p.Size, CreatedAt: p.CreatedAt.UTC(),
-		BurnAfterRead: p.BurnAfterRead, Title: p.Title, Language: p.Language, Filename: p.Filename,
+		BurnAfterRead: p.BurnAfterRead(), Title: p.Title, Language: p.Language, Filename: p.Filename,
 	}
 	if !p.ExpiresAt.IsZero() {
 		t := p.ExpiresAt.UTC()
@@ -87,7 +87,7 @@ func handlePasteRaw(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.H
 			st.Error(w, r, err)
 			return
 		}
-		if f.Paste.BurnAfterRead {
+		if f.Paste.ViewLimited() {
 			st.Error(w, r, readWithPost(st.URLs(r, f.Paste.Code)))
 			return
 		}
@@ -114,7 +114,7 @@ func handlePasteRaw(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.H
 func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
-		if err == nil && f.Paste.BurnAfterRead {
+		if err == nil && f.Paste.ViewLimited() {
 			err = readWithPost(st.URLs(r, f.Paste.Code))
 		}
 		if err != nil {

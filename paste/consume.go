@@ -33,23 +33,19 @@ func (c *Consumer) Consume(ctx context.Context, code string) (Consumed, error) {
 	if err != nil {
 		return Consumed{}, err
 	}
-	if !f.Paste.BurnAfterRead {
+	if !f.Paste.ViewLimited() {
 		return Consumed{Paste: f.Paste}, ErrNothingToConsume
 	}
-	data, err := c.burn(ctx, f.Paste)
-	return Consumed{Paste: f.Paste, Content: data}, err
-}
-
-// burn reads a burn-after-reading paste and takes it. The bytes are fetched first, while the paste
-// still holds its content; then the one transaction that moves the paste to DELETED decides which
-// reader serves them. Every other reader gets a *store.GoneError.
-func (c *Consumer) burn(ctx context.Context, p store.Paste) ([]byte, error) {
-	data, err := c.reader.fetchAll(ctx, p)
+	// The bytes are fetched first, while the paste still holds its content: the view that takes
+	// the last one releases it, and the blob could go before anyone read it.
+	data, err := c.reader.fetchAll(ctx, f.Paste)
 	if err != nil {
-		return nil, err
+		return Consumed{}, err
 	}
-	if err := c.remover.burn(ctx, p.Code); err != nil {
-		return nil, err
+	view, err := c.remover.takeView(ctx, code)
+	if err != nil {
+		return Consumed{}, err
 	}
-	return data, nil
+	f.Paste.ViewsLeft = view.ViewsLeft
+	return Consumed{Paste: f.Paste, Content: data}, nil
 }

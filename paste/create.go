@@ -92,7 +92,10 @@ func (c *Creator) newPaste(in Input, lifetime time.Duration, idem IdempotencyKey
 	}
 	np := store.NewPaste{
 		ContentHash: in.Hash, Size: int64(len(in.Content)), OwnerTokenHash: store.HashToken(token),
-		Title: in.Title, Language: in.Language, Filename: in.Filename, BurnAfterRead: in.Burn,
+		Title: in.Title, Language: in.Language, Filename: in.Filename,
+	}
+	if in.Burn {
+		np.MaxViews = 1
 	}
 	if lifetime > 0 {
 		np.ExpiresAt = c.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision

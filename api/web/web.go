@@ -85,7 +85,7 @@ type pasteView struct {
 func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
 	v := pasteView{
 		Code: p.Code, URL: pages.site.URLs(r, p.Code).Page, Title: p.Title, Filename: p.Filename,
-		Size: site.HumanBytes(p.Size), BurnAfterRead: p.BurnAfterRead,
+		Size: site.HumanBytes(p.Size), BurnAfterRead: p.BurnAfterRead(),
 		RawAvailable: true, Deletable: true,
 	}
 	if !p.ExpiresAt.IsZero() {
@@ -106,7 +106,7 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 			return
 		}
 		v := pages.newPasteView(r, f.Paste)
-		if f.Paste.BurnAfterRead {
+		if f.Paste.ViewLimited() {
 			v.Interstitial, v.RawAvailable = true, false
 		} else if v.Content, err = pages.content(r, rd, f); err != nil {
 			pages.site.Error(w, r, err)
