@@ -25,6 +25,7 @@ type Paste struct {
 	Title       string    `json:"title,omitempty"`
 	Language    string    `json:"lang,omitempty"`
 	Filename    string    `json:"file,omitempty"`
+	Encryption  string    `json:"enc,omitempty"` // an encrypted paste's format: Content is its ciphertext
 	CreatedAt   time.Time `json:"created"`
 	ExpiresAt   time.Time `json:"expires"` // zero: never
 	Content     []byte    `json:"-"`       // nil when the paste is too big to cache
@@ -249,8 +250,9 @@ func (c *Cache) note(ctx context.Context, err error) error {
 }
 
 // An entry is a version byte, the length of the JSON header, the header, then the content.
-// Version 1 entries, from before entries were stamped with their server, are misses.
-const entryVersion = 2
+// Older entries are misses: version 1 from before entries were stamped with their server, version
+// 2 from before encrypted pastes, whose entries would read as plain text without their format.
+const entryVersion = 3
 
 // errOldEntry says an entry was written in an older format: a miss, not worth a log line.
 var errOldEntry = errors.New("entry of an older format")
