@@ -58,7 +58,7 @@ func ParseFormat(s string) (Format, error) {
 		return Format{}, fmt.Errorf("%w: longer than %d bytes", ErrFormat, MaxFormatLength)
 	}
 	parts := strings.Split(s, ";")
-	if strings.TrimSpace(parts[0]) != "v1" {
+	if strings.Trim(parts[0], " \t") != "v1" {
 		return Format{}, fmt.Errorf("%w: the version is not v1", ErrFormat)
 	}
 	params := map[string]string{}
