@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"mime"
 	"net/http"
 	"strconv"
@@ -35,12 +36,19 @@ func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consume
 			return
 		}
 		page := asPage(w, r)
-		c, err := consumer.Consume(r.Context(), code)
+		var c paste.Consumed
+		var err error
+		if page {
+			c, err = consumer.ConsumeForPage(r.Context(), code)
+		} else {
+			c, err = consumer.Consume(r.Context(), code)
+		}
 		switch {
-		case errors.Is(err, paste.ErrNothingToConsume) && page:
-			http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther) // any GET of its page shows it
+		case (errors.Is(err, paste.ErrNothingToConsume) || errors.Is(err, paste.ErrEncrypted)) && page:
+			// Any GET of its page shows it; an encrypted paste's page takes its view with its script.
+			http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther)
 		case errors.Is(err, paste.ErrNothingToConsume):
-			refuse(w, r, "This paste does not burn after reading: a POST has nothing to take. Read it with GET.")
+			refuse(w, r, "This paste has no view limit: a POST has nothing to take. Read it with GET.")
 		case err != nil:
 			st.Error(w, r, err)
 		case page:
@@ -69,20 +77,25 @@ func fromPageButton(w http.ResponseWriter, r *http.Request) bool {
 // paste's own URL took POSTs sends no field.
 func alwaysPage(http.ResponseWriter, *http.Request) bool { return true }
 
-// serveConsumed answers the bytes of a paste that a POST took: nobody can fetch them again, so no
-// cache may keep them either.
+// serveConsumed answers the bytes of a view a POST took: nobody can fetch them again through this
+// view, so no cache may keep them either.
 func serveConsumed(w http.ResponseWriter, r *http.Request, c paste.Consumed) {
 	setRawHeaders(w.Header(), r, c.Paste)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
+	h.Set("Paste-Views-Left", strconv.Itoa(c.Paste.ViewsLeft))
 	h.Del("ETag")
 	h.Set("Content-Length", strconv.Itoa(len(c.Content)))
 	_, _ = w.Write(c.Content)
 }
 
-// readWithPost is the answer to a GET or HEAD of a paste that burns after reading: it says how to
-// read it, and never holds its content.
-func readWithPost(u site.PasteURLs) error {
-	return problem.BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " +
-		"curl -X POST " + u.Page + " answers its bytes; in a browser, open " + u.Page + " and press its button.")
+// readWithPost is the answer to a GET or HEAD of a paste with a view limit: it says how to read
+// it, and never holds its content.
+func readWithPost(p store.Paste, u site.PasteURLs) error {
+	how := "curl -X POST " + u.Page + " answers its bytes; in a browser, open " + u.Page + " and press its button."
+	if p.BurnAfterRead() {
+		return problem.BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " + how)
+	}
+	return problem.ViewLimited.WithDetail(fmt.Sprintf("This paste has a view limit (%d of %d views left), so no GET returns it. "+
+		"Each POST reads it and takes one view: %s", p.ViewsLeft, p.MaxViews, how))
 }

@@ -34,6 +34,9 @@ type pasteJSON struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	ExpiresAt     *time.Time `json:"expires_at"`
 	BurnAfterRead bool       `json:"burn_after_read"`
+	MaxViews      *int       `json:"max_views"`  // null: no limit
+	ViewsLeft     *int       `json:"views_left"` // null: no limit
+	Encryption    *string    `json:"encryption"` // null: plain text
 	Title         string     `json:"title"`
 	Language      string     `json:"language"`
 	Filename      string     `json:"filename"`
@@ -47,6 +50,12 @@ func newPasteJSON(p store.Paste, u site.PasteURLs) pasteJSON {
 	if !p.ExpiresAt.IsZero() {
 		t := p.ExpiresAt.UTC()
 		j.ExpiresAt = &t
+	}
+	if p.ViewLimited() {
+		j.MaxViews, j.ViewsLeft = &p.MaxViews, &p.ViewsLeft
+	}
+	if p.Encryption != "" {
+		j.Encryption = &p.Encryption
 	}
 	return j
 }
@@ -88,7 +97,7 @@ func handlePasteRaw(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.H
 			return
 		}
 		if f.Paste.ViewLimited() {
-			st.Error(w, r, readWithPost(st.URLs(r, f.Paste.Code)))
+			st.Error(w, r, readWithPost(f.Paste, st.URLs(r, f.Paste.Code)))
 			return
 		}
 		setRawHeaders(w.Header(), r, f.Paste)
@@ -115,7 +124,7 @@ func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
 		if err == nil && f.Paste.ViewLimited() {
-			err = readWithPost(st.URLs(r, f.Paste.Code))
+			err = readWithPost(f.Paste, st.URLs(r, f.Paste.Code))
 		}
 		if err != nil {
 			st.Error(w, r, err)
@@ -131,9 +140,14 @@ func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
 	})
 }
 
-// setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they hold.
+// setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they
+// hold; an encrypted paste's as bytes, with the format its reader decrypts them by.
 func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if p.Encryption != "" {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Paste-Encryption", p.Encryption)
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("X-Robots-Tag", "noindex") // a public link is not an invitation to put the text in a search index
@@ -151,6 +165,9 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 // clients that read only that one, curl -J among them (RFC 6266, appendix D).
 func attachment(p store.Paste) string {
 	name := cmp.Or(p.Filename, p.Code+".txt")
+	if p.Encryption != "" {
+		name = p.Code + ".bin" // the ciphertext; its name is inside it
+	}
 	ascii := asciiFilename(name, p.Code)
 	cd := mime.FormatMediaType("attachment", map[string]string{"filename": ascii})
 	if ascii != name {

@@ -3,7 +3,7 @@
 // link's fragment carries, and optionally a password mixed in with PBKDF2-SHA-256. The command line
 // seals and opens pastes with it; the server only checks the shape of what a creator sends
 // (ParseFormat, Format.MinBodySize), never its content. The browser's implementation is
-// api/static/e2e.js, and tests prove that the two read each other's pastes.
+// api/site/static/e2e.js, and tests prove that the two read each other's pastes.
 package envelope
 
 import (

@@ -29,12 +29,26 @@ type Consumed struct {
 // Consume takes a view of the paste code. A paste that gives its content to any read answers
 // ErrNothingToConsume, with the paste found.
 func (c *Consumer) Consume(ctx context.Context, code string) (Consumed, error) {
+	return c.consume(ctx, code, false)
+}
+
+// ConsumeForPage is Consume for the paste page's button, which shows what it took: an encrypted
+// paste answers ErrEncrypted and gives no view, since the server cannot show it and its page's
+// script takes the view itself.
+func (c *Consumer) ConsumeForPage(ctx context.Context, code string) (Consumed, error) {
+	return c.consume(ctx, code, true)
+}
+
+func (c *Consumer) consume(ctx context.Context, code string, forPage bool) (Consumed, error) {
 	f, err := c.reader.Find(ctx, code)
 	if err != nil {
 		return Consumed{}, err
 	}
-	if !f.Paste.ViewLimited() {
+	switch {
+	case !f.Paste.ViewLimited():
 		return Consumed{Paste: f.Paste}, ErrNothingToConsume
+	case forPage && f.Paste.Encryption != "":
+		return Consumed{Paste: f.Paste}, ErrEncrypted
 	}
 	// The bytes are fetched first, while the paste still holds its content: the view that takes
 	// the last one releases it, and the blob could go before anyone read it.

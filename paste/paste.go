@@ -15,7 +15,9 @@ var (
 	// bytes could not be fetched; the client may try again.
 	ErrBlobUnavailable = errors.New("blob store unavailable")
 	// ErrNothingToConsume says a paste has no views to take: any read shows it, as often as it likes.
-	ErrNothingToConsume = errors.New("paste does not burn after reading")
+	ErrNothingToConsume = errors.New("paste has no view limit")
+	// ErrEncrypted says a page cannot show an encrypted paste: only its script can decrypt it.
+	ErrEncrypted = errors.New("paste is encrypted end to end")
 	// ErrKeyReused says an Idempotency-Key was already used for a different request.
 	ErrKeyReused = errors.New("idempotency key reused for a different request")
 )

@@ -64,7 +64,7 @@ func (rd *Reader) Find(ctx context.Context, code string) (Found, error) {
 	return Found{Paste: p, lookup: l}, err
 }
 
-// Body returns the bytes of a paste that is not burn-after-reading, filling the cache on the way:
+// Body returns the bytes of a paste without a view limit, filling the cache on the way:
 // with the bytes for small pastes, with the metadata alone for big ones, which are streamed.
 func (rd *Reader) Body(ctx context.Context, f Found) (io.ReadCloser, error) {
 	if f.content != nil {
@@ -118,15 +118,16 @@ func (rd *Reader) missingBlob(ctx context.Context, p store.Paste) error {
 func toCache(p store.Paste, content []byte) cache.Paste {
 	return cache.Paste{
 		Code: p.Code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size, Title: p.Title,
-		Language: p.Language, Filename: p.Filename, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
-		Content: content,
+		Language: p.Language, Filename: p.Filename, Encryption: p.Encryption, CreatedAt: p.CreatedAt,
+		ExpiresAt: p.ExpiresAt, Content: content,
 	}
 }
 
 func fromCache(c cache.Paste) store.Paste {
 	return store.Paste{
 		Code: c.Code, ContentHash: c.ContentHash, BlobKey: c.BlobKey, Size: c.Size, Title: c.Title,
-		Language: c.Language, Filename: c.Filename, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
+		Language: c.Language, Filename: c.Filename, Encryption: c.Encryption, CreatedAt: c.CreatedAt,
+		ExpiresAt: c.ExpiresAt,
 	}
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"pastebin/api/site"
@@ -47,13 +48,16 @@ func (pages *Pages) formError(w http.ResponseWriter, r *http.Request, in paste.I
 		Content: string(in.Content), Title: in.Title, Language: in.Language, Filename: in.Filename,
 		ExpiresIn: in.ExpiresIn, Burn: in.Burn,
 	}
+	if in.MaxViews > 0 {
+		v.MaxViews = strconv.Itoa(in.MaxViews)
+	}
 	pages.renderForm(w, r, p.Status, v, p.Detail)
 }
 
 // formValues are the create form's fields, to show the form again as it was sent.
 type formValues struct {
-	Content, Title, Language, Filename, ExpiresIn string
-	Burn                                          bool
+	Content, Title, Language, Filename, ExpiresIn, MaxViews string
+	Burn                                                    bool
 }
 
 // formView is what the create form page shows.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes vectors.json: envelopes of format v1 (docs/encryption.md) computed with Python's
 cryptography package and hashlib, independently of the Go (envelope/) and JavaScript
-(api/static/e2e.js) implementations, which both must open them. Run: python3 vectors.py"""
+(api/site/static/e2e.js) implementations, which both must open them. Run: python3 vectors.py"""
 import base64, hashlib, json, struct, unicodedata
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM

@@ -158,7 +158,8 @@
     if (!webCrypto()) {
       toggle.checked = false;
       toggle.disabled = true;
-      document.getElementById("encrypt-https").hidden = false;
+      document.getElementById("encrypt-help").textContent =
+        "(needs HTTPS: browsers offer encryption only to pages served over HTTPS, or from localhost)";
       return;
     }
     const sync = () => { passwordField.hidden = !toggle.checked; };
