@@ -276,7 +276,7 @@
   // start asks for the password first, when the paste has one, then fetches and decrypts.
   function start(state) {
     const { ui } = state;
-    ui.take.hidden = true;
+    if (ui.take) ui.take.hidden = true;
     if (parseFormat(state.box.dataset.encryption).kdf === "none") return decrypt(state, "");
     ui.passwordForm.hidden = false;
     ui.password.focus();
@@ -322,27 +322,54 @@
     const title = paste.title || paste.filename || "Paste " + code;
     document.getElementById("paste-title").textContent = title;
     document.title = title + " · pastebin";
-    const text = new TextDecoder().decode(paste.text);
-    const pre = document.getElementById("code");
-    pre.querySelector("code").replaceChildren(lines(text));
-    pre.hidden = false;
-    const meta = document.getElementById("e2e-meta");
-    const lineCount = text === "" ? 0 : text.replace(/\n$/, "").split("\n").length;
-    meta.textContent = (paste.language ? paste.language + " · " : "") + lineCount + (lineCount === 1 ? " line" : " lines");
-    meta.hidden = false;
+    const text = asText(paste.text);
+    // The link to share is this page's, key and all: the server only knows it without the key.
+    document.getElementById("link").value = location.href;
+    const language = document.getElementById("e2e-language");
+    language.textContent = paste.language;
+    language.hidden = !paste.language;
+    if (text === null) {
+      box.querySelector("#e2e-status").textContent = "This paste is not text. Download it to see it.";
+      box.querySelector("#e2e-status").hidden = false;
+    } else {
+      const rows = text.split(/(?<=\n)/).filter((row) => row !== "");
+      const pre = document.getElementById("code");
+      pre.querySelector("code").replaceChildren(lines(rows));
+      pre.hidden = false;
+      const count = document.getElementById("e2e-lines");
+      count.textContent = rows.length + (rows.length === 1 ? " line" : " lines");
+      count.hidden = false;
+    }
+    const tag = document.getElementById("views-left");
+    if (tag && viewsLeft !== undefined) {
+      const max = Number(tag.dataset.max);
+      tag.textContent = viewsLeft + " of " + max + (max === 1 ? " view" : " views") + " left";
+    }
     if (viewsLeft === 0) {
+      if (tag) tag.hidden = true;
       const gone = document.getElementById("e2e-gone");
       gone.hidden = false;
       gone.dataset.gone = code;
     }
-    setUpDownload(paste, code);
+    setUpDownload(paste, code, text !== null);
   }
 
-  // lines builds the text as the server's pages draw code: a row per line, its number drawn by
-  // CSS from data-n (never copied). The numbers are not links here: #L12 would replace the key.
-  function lines(text) {
+  // asText is the paste as text, or null for what the server's pages would not show as text
+  // either: bytes that are not UTF-8, or hold a NUL.
+  function asText(bytes) {
+    if (bytes.includes(0)) return null;
+    try {
+      return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    } catch (e) {
+      return null;
+    }
+  }
+
+  // lines builds the text as the server's pages draw code: a row per line (its line break kept, so
+  // the text copies as it is), its number drawn by CSS from data-n (never copied). The numbers are
+  // not links here: #L12 would replace the key in the address.
+  function lines(rows) {
     const frag = document.createDocumentFragment();
-    const rows = text.replace(/\n$/, "").split("\n");
     rows.forEach((row, i) => {
       const line = document.createElement("span");
       line.className = "line";
@@ -354,17 +381,17 @@
       cl.className = "cl";
       cl.textContent = row;
       line.append(n, cl);
-      frag.append(line, "\n");
+      frag.append(line);
     });
     return frag;
   }
 
-  function setUpDownload(paste, code) {
+  function setUpDownload(paste, code, isText) {
     const download = document.getElementById("e2e-download");
     const blob = new Blob([paste.text], { type: "application/octet-stream" });
     download.href = URL.createObjectURL(blob);
     download.download = paste.filename || code + ".txt";
     download.hidden = false;
-    document.getElementById("e2e-copy").hidden = false;
+    document.getElementById("e2e-copy").hidden = !isText;
   }
 })();
