@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"pastebin/api/problem"
+	"pastebin/api/request"
 	"pastebin/store"
 )
 
@@ -30,20 +32,20 @@ type adminAuth struct {
 	logger    *slog.Logger
 }
 
-func newAdminAuth(cfg Config, deps Deps, ps *pasteService) *adminAuth {
-	a := &adminAuth{tokenHash: cfg.AdminTokenHash, refused: ps.limits.refused.WithLabelValues("admin_failures"), logger: ps.logger}
+func newAdminAuth(cfg Config, deps Deps, lim *limits) *adminAuth {
+	a := &adminAuth{tokenHash: cfg.AdminTokenHash, refused: lim.refused.WithLabelValues("admin_failures"), logger: deps.Logger}
 	if cfg.AdminFailureRate.On() {
-		a.attempts = newClientRate("admin-failures", cfg.AdminFailureRate, cfg, deps, ps.logger)
+		a.attempts = newClientRate("admin-failures", cfg.AdminFailureRate, cfg, deps, deps.Logger)
 	}
 	return a
 }
 
-// verify answers nil when token is the admin token; otherwise the problem to answer: a wrong token,
+// Verify answers nil when token is the admin token; otherwise the problem to answer: a wrong token,
 // or the client's allowance spent (429 with Retry-After), in which case the token was not compared.
 // Every wrong token is logged, with the client and how it came (via), never the token.
-func (a *adminAuth) verify(ctx context.Context, token, via string) *problem {
+func (a *adminAuth) Verify(ctx context.Context, token, via string) *problem.Problem {
 	if a.attempts != nil {
-		v := a.attempts.allow(ctx, rateKey(ctx))
+		v := a.attempts.allow(ctx, request.ClientKey(ctx))
 		if !v.Allowed {
 			a.refused.Inc()
 			return rateLimited(a.attempts.rate, "wrong admin tokens", v.RetryAfter)
@@ -52,28 +54,28 @@ func (a *adminAuth) verify(ctx context.Context, token, via string) *problem {
 	got := sha256.Sum256([]byte(token))
 	if subtle.ConstantTimeCompare(got[:], a.tokenHash) == 1 {
 		if a.attempts != nil {
-			a.attempts.refund(ctx, rateKey(ctx))
+			a.attempts.refund(ctx, request.ClientKey(ctx))
 		}
 		return nil
 	}
-	a.logger.WarnContext(ctx, "wrong admin token", "via", via, "client", clientAddr(ctx))
-	return errWrongAdminToken.withDetail("This is not the admin token the server was given.")
+	a.logger.WarnContext(ctx, "wrong admin token", "via", via, "client", request.ClientAddr(ctx))
+	return problem.WrongAdminToken.WithDetail("This is not the admin token the server was given.")
 }
 
 // requireAdmin lets through requests whose bearer token is the admin token.
 func (a *adminAuth) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if len(a.tokenHash) == 0 {
-			writeProblem(w, r, errAdminDisabled.withDetail("The admin API is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
+			problem.Write(w, r, problem.AdminDisabled.WithDetail("The admin API is off: set PASTEBIN_ADMIN_TOKEN to turn it on."))
 			return
 		}
 		token, ok := bearerToken(r)
 		if !ok {
-			writeProblem(w, r, errUnauthorized.withDetail("Send the admin token as Authorization: Bearer <token>."))
+			problem.Write(w, r, problem.Unauthorized.WithDetail("Send the admin token as Authorization: Bearer <token>."))
 			return
 		}
-		if p := a.verify(r.Context(), token, store.ViaAPI); p != nil {
-			writeProblem(w, r, p)
+		if p := a.Verify(r.Context(), token, store.ViaAPI); p != nil {
+			problem.Write(w, r, p)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"pastebin/api"
 	"pastebin/cache/cachetest"
 )
@@ -48,9 +46,7 @@ func testAdminFailureLimit(t *testing.T, kind cachetest.Kind, inRedis bool) {
 	opts := []envOption{withAdmin(adminToken, 1), withRates(api.Rate{}, perMinute(3)), withAdminFailures(perMinute(3)),
 		withRedis(kind), withLogger(slog.New(slog.NewJSONHandler(&logs, nil)))}
 	if !inRedis {
-		dead := redis.NewClient(&redis.Options{Addr: closedAddr(t), DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
-		t.Cleanup(func() { dead.Close() })
-		opts = append(opts, withRateRedis(dead))
+		opts = append(opts, withRateRedis(cachetest.Refused(t)))
 	}
 	e := newEnv(t, opts...)
 	for i := range 10 {

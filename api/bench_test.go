@@ -16,6 +16,7 @@ import (
 
 	"pastebin/api"
 	"pastebin/cache/cachetest"
+	"pastebin/paste"
 )
 
 // BenchmarkHTTP measures the main routes over loopback against real PostgreSQL, Redis and S3, one
@@ -98,7 +99,7 @@ func BenchmarkCreateRateLimit(b *testing.B) {
 		b.Run(tt.name, func(b *testing.B) {
 			e := newEnv(b, append(tt.opts(b), withConfig(func(c *api.Config) {
 				c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-				c.DedupTiming = api.DedupOff // the fast path unpadded, so that the limiter's cost shows
+				c.DedupTiming = paste.DedupOff // the fast path unpadded, so that the limiter's cost shows
 			}))...)
 			benchParallelCreates(b, e)
 		})

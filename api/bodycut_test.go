@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pastebin/api"
+	"pastebin/api/request"
 )
 
 // exchange sends head and then body on a connection of its own and returns the server's answer,
@@ -121,7 +122,7 @@ func TestCreateTooSlow(t *testing.T) {
 func TestClientGoneIsNotAnInternalError(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	e := newEnv(t, withLogger(slog.New(api.LogHandler(slog.NewJSONHandler(&logs, nil)))))
+	e := newEnv(t, withLogger(slog.New(request.LogHandler(slog.NewJSONHandler(&logs, nil)))))
 	p := e.create("read by a client that hangs up", "")
 	deps := e.deps
 	deps.Registry = prometheus.NewRegistry()

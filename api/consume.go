@@ -8,44 +8,48 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"pastebin/api/problem"
+	"pastebin/api/site"
+	"pastebin/api/web"
+	"pastebin/paste"
 	"pastebin/store"
 )
 
-// The form field that only the paste page's own button sends (templates/paste.html): a POST that
-// carries it is answered with the page, every other POST with the bytes.
+// The form field that only the paste page's own button sends (api/web/templates/paste.html): a
+// POST that carries it is answered with the page, every other POST with the bytes.
 const (
 	pageButtonField = "as"
 	pageButtonValue = "page"
 )
 
-// refuseFunc answers 405 with an Allow header naming the other methods the path has.
-type refuseFunc func(w http.ResponseWriter, r *http.Request, detail string)
-
 // handlePasteConsume handles POST /{code} and POST /raw/{code}, the one way to read a paste that
 // burns after reading, and POST /{code}/burn, where pages from before kept their button. asPage
 // tells the page's button from curl -X POST: the button gets the page showing the content, every
 // other POST exactly the bytes, whatever its Accept.
-func handlePasteConsume(web *webUI, refuse refuseFunc, asPage func(http.ResponseWriter, *http.Request) bool) http.Handler {
+func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consumer, refuse refuseFunc,
+	asPage func(http.ResponseWriter, *http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ps := web.ps
 		code := chi.URLParam(r, "code")
 		if !store.ValidShortCode(code) { // /healthz and its like: no paste lives there to take
 			refuse(w, r, r.Method+" is not allowed on "+r.URL.Path+".")
 			return
 		}
 		page := asPage(w, r)
-		p, data, err := ps.consume(r.Context(), code)
+		c, err := consumer.Consume(r.Context(), code)
 		switch {
-		case errors.Is(err, errNothingToConsume) && page:
-			http.Redirect(w, r, "/"+p.Code, http.StatusSeeOther) // any GET of its page shows it
-		case errors.Is(err, errNothingToConsume):
+		case errors.Is(err, paste.ErrNothingToConsume) && page:
+			http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther) // any GET of its page shows it
+		case errors.Is(err, paste.ErrNothingToConsume):
 			refuse(w, r, "This paste does not burn after reading: a POST has nothing to take. Read it with GET.")
 		case err != nil:
-			ps.writeError(w, r, err)
+			st.Error(w, r, err)
 		case page:
-			web.showConsumed(w, r, p, data)
+			if !pages.ShowConsumed(w, r, c) { // one the page cannot show (too large, not text) is downloaded
+				w.Header().Set("Content-Disposition", attachment(c.Paste))
+				serveConsumed(w, r, c)
+			}
 		default:
-			serveConsumed(w, r, p, data)
+			serveConsumed(w, r, c)
 		}
 	})
 }
@@ -67,33 +71,18 @@ func alwaysPage(http.ResponseWriter, *http.Request) bool { return true }
 
 // serveConsumed answers the bytes of a paste that a POST took: nobody can fetch them again, so no
 // cache may keep them either.
-func serveConsumed(w http.ResponseWriter, r *http.Request, p store.Paste, data []byte) {
-	setRawHeaders(w.Header(), r, p)
+func serveConsumed(w http.ResponseWriter, r *http.Request, c paste.Consumed) {
+	setRawHeaders(w.Header(), r, c.Paste)
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Del("ETag")
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	_, _ = w.Write(data)
-}
-
-// showConsumed shows a paste the page's button took. One the page cannot show (too large, not
-// text) is downloaded instead, since after this nobody can fetch it again.
-func (web *webUI) showConsumed(w http.ResponseWriter, r *http.Request, p store.Paste, data []byte) {
-	v := web.newPasteView(r, p)
-	v.Burned, v.RawAvailable, v.Deletable = true, false, false
-	v.Content = web.renders.once(data, p.Language, p.Filename)
-	if v.Content.Omitted != "" {
-		w.Header().Set("Content-Disposition", attachment(p))
-		serveConsumed(w, r, p, data)
-		return
-	}
-	web.render(w, r, http.StatusOK, "paste", page{Title: v.PageTitle(), NoIndex: true, Data: v})
+	h.Set("Content-Length", strconv.Itoa(len(c.Content)))
+	_, _ = w.Write(c.Content)
 }
 
 // readWithPost is the answer to a GET or HEAD of a paste that burns after reading: it says how to
 // read it, and never holds its content.
-func (ps *pasteService) readWithPost(r *http.Request, code string) error {
-	u := ps.urls(r, code)
-	return errBurnAfterReading.withDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " +
+func readWithPost(u site.PasteURLs) error {
+	return problem.BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " +
 		"curl -X POST " + u.Page + " answers its bytes; in a browser, open " + u.Page + " and press its button.")
 }

@@ -4,6 +4,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"pastebin/api/admin"
+	"pastebin/api/problem"
+	"pastebin/api/site"
 )
 
 // refuseCrossSite refuses every request with an unsafe method that a browser says another site
@@ -24,11 +28,13 @@ func refuseCrossSite(baseURL string, refuse http.Handler) func(http.Handler) htt
 
 // answerCrossSite is refuseCrossSite's answer: a page to a browser, problem details to the rest, as
 // every error is; the console's forms get the console's page.
-func (ps *pasteService) answerCrossSite(w http.ResponseWriter, r *http.Request) {
-	p := errCrossSite.withDetail("This request was sent from another site's page. Use this site's own pages.")
-	if strings.HasPrefix(r.URL.Path, "/admin/") && forConsole(r) {
-		ps.web.errorPage(w, r, p)
-		return
-	}
-	ps.writeError(w, r, p)
+func answerCrossSite(st *site.Site) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := problem.CrossSite.WithDetail("This request was sent from another site's page. Use this site's own pages.")
+		if strings.HasPrefix(r.URL.Path, "/admin/") && admin.ForConsole(r) {
+			st.ErrorPage(w, r, p)
+			return
+		}
+		st.Error(w, r, p)
+	})
 }

@@ -12,19 +12,48 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
+
+	"pastebin/api/problem"
+	"pastebin/paste"
 )
 
-// Limits on the small create options.
+// Limits on the parts of a create's body besides the content.
 const (
-	maxTitleLen    = 200
-	maxLanguageLen = 32
-	maxFilenameLen = 255
-	maxFieldBytes  = 4 << 10 // any multipart field that is not the content
+	maxFieldBytes     = 4 << 10  // any multipart field that is not the content
+	multipartOverhead = 64 << 10 // room for boundaries and option fields around a paste of the maximum size
 )
+
+// limitBody refuses a body declared larger than bodyLimit before reading any of it, and cuts one
+// that turns out larger while it is read; either way the client is told the paste limit. A body
+// that fails to arrive in full is marked as the client's fault (problem.BodyError).
+func limitBody(w http.ResponseWriter, r *http.Request, pasteLimit, bodyLimit int64) error {
+	if r.ContentLength > bodyLimit {
+		return &http.MaxBytesError{Limit: pasteLimit}
+	}
+	r.Body = clientBody{http.MaxBytesReader(w, r.Body, bodyLimit)}
+	return nil
+}
+
+// clientBody marks the errors of reading a request body, but its end and its size bound, as the
+// client's (problem.BodyError).
+type clientBody struct{ io.ReadCloser }
+
+func (b clientBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && !isTooBig(err) {
+		err = &problem.BodyError{Err: err}
+	}
+	return n, err
+}
+
+// isBodyFault reports whether err is the body's own failure, too big or cut short, which keeps
+// its problem rather than being called malformed.
+func isBodyFault(err error) bool {
+	var cut *problem.BodyError
+	return isTooBig(err) || errors.As(err, &cut)
+}
 
 // readContent reads a paste's bytes, at most max of them, hashing them on the way. Past max it fails
 // with *http.MaxBytesError before anything is written anywhere.
@@ -39,29 +68,29 @@ func readContent(r io.Reader, max int64) ([]byte, []byte, error) {
 		return nil, nil, &http.MaxBytesError{Limit: max}
 	}
 	if n == 0 {
-		return nil, nil, errEmpty.withDetail("The paste has no content.")
+		return nil, nil, problem.Empty.WithDetail("The paste has no content.")
 	}
 	return buf.Bytes(), h.Sum(nil), nil
 }
 
 // decodeCurlCreate reads a create from curl and the like: a raw body (--data-binary, -T) or a
 // multipart form (-F file=@x), with options as query parameters, headers or form fields.
-func decodeCurlCreate(r *http.Request, max int64) (createInput, error) {
-	in := createInput{filename: pathParam(r, "name")}
+func decodeCurlCreate(r *http.Request, max int64) (paste.Input, error) {
+	in := paste.Input{Filename: pathParam(r, "name")}
 	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
-		return createInput{}, err
+		return paste.Input{}, err
 	}
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	var err error
 	if mediaType == "multipart/form-data" {
 		err = decodeMultipart(r, params["boundary"], max, &in)
 	} else {
-		in.content, in.hash, err = readContent(r.Body, max)
+		in.Content, in.Hash, err = readContent(r.Body, max)
 	}
 	if err != nil {
-		return createInput{}, asPasteLimit(err, max)
+		return paste.Input{}, asPasteLimit(err, max)
 	}
-	return in, validateOptions(&in)
+	return in, in.Tidy()
 }
 
 // pathParam is the route parameter name as the client meant it. chi routes on the escaped path
@@ -121,23 +150,23 @@ func queryAndHeaderOptions(r *http.Request) map[string]string {
 	return opts
 }
 
-func applyOptions(in *createInput, opts map[string]string) error {
+func applyOptions(in *paste.Input, opts map[string]string) error {
 	for name, v := range opts {
 		switch name {
 		case "expires_in":
-			in.expiresIn = v
+			in.ExpiresIn = v
 		case "burn", "burn_after_read":
 			b, err := parseBool(v)
 			if err != nil {
 				return err
 			}
-			in.burn = b
+			in.Burn = b
 		case "title":
-			in.title = v
+			in.Title = v
 		case "language":
-			in.language = v
+			in.Language = v
 		case "filename":
-			in.filename = v
+			in.Filename = v
 		}
 	}
 	return nil
@@ -150,14 +179,14 @@ func parseBool(v string) (bool, error) {
 	case "1", "true", "yes", "on":
 		return true, nil
 	}
-	return false, errBadRequest.withDetail("burn must be true or false.")
+	return false, problem.BadRequest.WithDetail("burn must be true or false.")
 }
 
 // decodeMultipart streams the form: the "file" part (or else the "content" field) is the paste, and
 // the other known fields are options. Nothing but the content may be large.
-func decodeMultipart(r *http.Request, boundary string, max int64, in *createInput) error {
+func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Input) error {
 	if boundary == "" {
-		return errBadRequest.withDetail("multipart/form-data without a boundary.")
+		return problem.BadRequest.WithDetail("multipart/form-data without a boundary.")
 	}
 	mr := multipart.NewReader(r.Body, boundary)
 	opts := map[string]string{}
@@ -175,13 +204,13 @@ func decodeMultipart(r *http.Request, boundary string, max int64, in *createInpu
 		}
 	}
 	if content == nil {
-		return errEmpty.withDetail(`The form has no "file" part and no "content" field, or they are empty.`)
+		return problem.Empty.WithDetail(`The form has no "file" part and no "content" field, or they are empty.`)
 	}
-	in.content, in.hash = content, hash
+	in.Content, in.Hash = content, hash
 	return applyOptions(in, opts)
 }
 
-func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]string, content, hash *[]byte) error {
+func readPart(part *multipart.Part, max int64, in *paste.Input, opts map[string]string, content, hash *[]byte) error {
 	defer part.Close()
 	switch name := part.FormName(); name {
 	case "file", "content":
@@ -189,13 +218,13 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 			return nil // a non-empty file wins over the text field
 		}
 		c, h, err := readContent(part, max)
-		if err != nil && !errors.Is(err, errEmpty) {
+		if err != nil && !errors.Is(err, problem.Empty) {
 			return asMultipartError(err)
 		}
 		if c != nil {
 			*content, *hash = c, h
-			if name == "file" && in.filename == "" {
-				in.filename = part.FileName()
+			if name == "file" && in.Filename == "" {
+				in.Filename = part.FileName()
 			}
 		}
 	case "expires_in", "burn", "burn_after_read", "title", "language", "filename":
@@ -204,7 +233,7 @@ func readPart(part *multipart.Part, max int64, in *createInput, opts map[string]
 			return asMultipartError(err)
 		}
 		if len(v) > maxFieldBytes {
-			return errBadRequest.withDetail("The form field " + strconv.Quote(name) + " is too long.")
+			return problem.BadRequest.WithDetail("The form field " + strconv.Quote(name) + " is too long.")
 		}
 		if name == "burn_after_read" {
 			name = "burn" // one option under two names: the later field wins, as a repeated one does
@@ -220,7 +249,7 @@ func asMultipartError(err error) error {
 	if isBodyFault(err) {
 		return err
 	}
-	return errBadRequest.withDetail("Malformed multipart form: " + err.Error())
+	return problem.BadRequest.WithDetail("Malformed multipart form: " + err.Error())
 }
 
 // jsonCreate is the body of POST /api/v1/pastes. A null option is an absent one: encoding/json
@@ -236,10 +265,10 @@ type jsonCreate struct {
 
 // decodeJSONCreate reads a JSON create. The body may be larger than the paste limit, since JSON
 // escapes text, but the content itself may not.
-func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
+func decodeJSONCreate(r *http.Request, max int64) (paste.Input, error) {
 	mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mediaType != "application/json" {
-		return createInput{}, errMediaType.withDetail("Send the paste as application/json.")
+		return paste.Input{}, problem.MediaType.WithDetail("Send the paste as application/json.")
 	}
 	var body jsonCreate
 	dec := json.NewDecoder(r.Body)
@@ -250,9 +279,9 @@ func decodeJSONCreate(r *http.Request, max int64) (createInput, error) {
 	}
 	if err != nil {
 		if isBodyFault(err) {
-			return createInput{}, asPasteLimit(err, max)
+			return paste.Input{}, asPasteLimit(err, max)
 		}
-		return createInput{}, errBadRequest.withDetail("Malformed JSON: " + err.Error())
+		return paste.Input{}, problem.BadRequest.WithDetail("Malformed JSON: " + err.Error())
 	}
 	return jsonInput(body, max)
 }
@@ -270,24 +299,24 @@ func jsonEnd(dec *json.Decoder) error {
 	return err
 }
 
-func jsonInput(body jsonCreate, max int64) (createInput, error) {
+func jsonInput(body jsonCreate, max int64) (paste.Input, error) {
 	if body.Content == nil || *body.Content == "" {
-		return createInput{}, errEmpty.withDetail(`The "content" field is missing or empty.`)
+		return paste.Input{}, problem.Empty.WithDetail(`The "content" field is missing or empty.`)
 	}
 	if int64(len(*body.Content)) > max {
-		return createInput{}, &http.MaxBytesError{Limit: max}
+		return paste.Input{}, &http.MaxBytesError{Limit: max}
 	}
 	expiresIn, err := jsonExpiresIn(body.ExpiresIn)
 	if err != nil {
-		return createInput{}, err
+		return paste.Input{}, err
 	}
 	content := []byte(*body.Content)
 	h := sha256.Sum256(content)
-	in := createInput{
-		content: content, hash: h[:], title: body.Title, language: body.Language,
-		filename: body.Filename, burn: body.BurnAfterRead, expiresIn: expiresIn,
+	in := paste.Input{
+		Content: content, Hash: h[:], Title: body.Title, Language: body.Language,
+		Filename: body.Filename, Burn: body.BurnAfterRead, ExpiresIn: expiresIn,
 	}
-	return in, validateOptions(&in)
+	return in, in.Tidy()
 }
 
 // jsonExpiresIn accepts expires_in as a string ("1h", "never") or a number of seconds. Absent, null
@@ -306,30 +335,5 @@ func jsonExpiresIn(raw json.RawMessage) (string, error) {
 			return n.String(), nil
 		}
 	}
-	return "", errBadExpiry.withDetail("expires_in must be a string such as \"1h\" or a whole number of seconds.")
-}
-
-// validateOptions checks and tidies the small options shown back to readers.
-func validateOptions(in *createInput) error {
-	in.title = strings.TrimSpace(in.title)
-	in.language = strings.ToLower(strings.TrimSpace(in.language))
-	in.filename = strings.TrimSpace(in.filename)
-	switch {
-	case !printable(in.title) || utf8.RuneCountInString(in.title) > maxTitleLen:
-		return errBadRequest.withDetail("title must be printable text of at most 200 characters.")
-	case len(in.language) > maxLanguageLen || strings.ContainsFunc(in.language, notLanguageRune):
-		return errBadRequest.withDetail("language must be a short name such as go, python or c++.")
-	case !printable(in.filename) || len(in.filename) > maxFilenameLen || strings.ContainsAny(in.filename, `/\"`) ||
-		in.filename == "." || in.filename == "..": // a download under such a name would be a folder
-		return errBadRequest.withDetail("filename must be a plain file name of at most 255 bytes.")
-	}
-	return nil
-}
-
-func printable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
-}
-
-func notLanguageRune(r rune) bool {
-	return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || strings.ContainsRune("+#-._", r))
+	return "", problem.BadExpiry.WithDetail("expires_in must be a string such as \"1h\" or a whole number of seconds.")
 }

@@ -13,6 +13,7 @@ import (
 	"pastebin/api"
 	"pastebin/blob"
 	"pastebin/blob/blobtest"
+	"pastebin/paste"
 	"pastebin/store/storetest"
 )
 
@@ -42,7 +43,7 @@ func (e *env) timedCreate(content string) time.Duration {
 
 // A create of content already stored does not answer sooner than an upload would have: no earlier
 // than the uploads this process timed, which through a slow S3 all took at least twice its delay
-// (less the quarter a wait may aim early by, api/dedup.go). Lower bounds only: a slow machine makes
+// (less the quarter a wait may aim early by, paste/dedup.go). Lower bounds only: a slow machine makes
 // the answers later, never earlier.
 func TestCreateOfStoredContentAnswersAsLateAsAnUpload(t *testing.T) {
 	t.Parallel()
@@ -83,7 +84,7 @@ func TestCreateOfStoredContentUploadsWhereNoUploadWasTimed(t *testing.T) {
 
 func TestDedupTimingOff(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, withConfig(func(c *api.Config) { c.DedupTiming = api.DedupOff }))
+	e := newEnv(t, withConfig(func(c *api.Config) { c.DedupTiming = paste.DedupOff }))
 	e.create("uploaded once", "")
 	e.create("uploaded once", "")
 	if keys := blobtest.Keys(t, e.bucket); len(keys) != 1 || e.refCount("uploaded once") != 2 {
@@ -112,7 +113,7 @@ func checkDuplicateUploaded(t *testing.T, e *env, content string) {
 // this large if both came from one distribution), and each kind's median; the log has quantiles.
 func BenchmarkDedupTiming(b *testing.B) {
 	const warmUp, n = 256, 300 // creates of each kind
-	for _, mode := range []api.DedupTiming{api.DedupPad, api.DedupOff} {
+	for _, mode := range []paste.DedupTiming{paste.DedupPad, paste.DedupOff} {
 		b.Run(string(mode), func(b *testing.B) {
 			e := newEnv(b, withConfig(func(c *api.Config) { c.DedupTiming = mode }))
 			for b.Loop() {

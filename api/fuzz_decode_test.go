@@ -20,6 +20,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
+
+	"pastebin/api/problem"
+	"pastebin/paste"
 )
 
 // Fuzz targets for the create decoders. They run the decoders as the handlers do (limitBody first)
@@ -40,10 +43,10 @@ func FuzzDecodeJSONCreate(f *testing.F) {
 	f.Add("application/json", []byte(`{"content":""}`))
 	f.Add("text/plain", []byte(`{"content":"x"}`))
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		decode := func() (createInput, error) {
+		decode := func() (paste.Input, error) {
 			r := newFuzzRequest("", "Content-Type: "+contentType, body)
 			if err := limitBody(httptest.NewRecorder(), r, fuzzMax, 2*fuzzMax+fuzzSlack); err != nil {
-				return createInput{}, err
+				return paste.Input{}, err
 			}
 			return decodeJSONCreate(r, fuzzMax)
 		}
@@ -57,8 +60,8 @@ func FuzzDecodeJSONCreate(f *testing.F) {
 		if !json.Valid(body) {
 			t.Errorf("accepted %q, which is not one JSON value", body)
 		}
-		if !utf8.Valid(in.content) { // encoding/json turns bad bytes into U+FFFD; JSON pastes are always text
-			t.Errorf("content %q from JSON is not UTF-8", in.content)
+		if !utf8.Valid(in.Content) { // encoding/json turns bad bytes into U+FFFD; JSON pastes are always text
+			t.Errorf("content %q from JSON is not UTF-8", in.Content)
 		}
 	})
 }
@@ -73,13 +76,13 @@ func FuzzDecodeCurlCreate(f *testing.F) {
 		[]byte("--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.go\"\r\n\r\npackage a\r\n"+
 			"--XyZ\r\nContent-Disposition: form-data; name=\"expires_in\"\r\n\r\n1h\r\n--XyZ--\r\n"))
 	f.Fuzz(func(t *testing.T, name, rawQuery, headers string, body []byte) {
-		decode := func() (createInput, error) {
+		decode := func() (paste.Input, error) {
 			r := newFuzzRequest(rawQuery, headers, body)
 			rctx := chi.NewRouteContext()
 			rctx.URLParams.Add("name", name)
 			r = r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, rctx))
 			if err := limitBody(httptest.NewRecorder(), r, fuzzMax, fuzzMax+fuzzSlack); err != nil {
-				return createInput{}, err
+				return paste.Input{}, err
 			}
 			return decodeCurlCreate(r, fuzzMax)
 		}
@@ -94,15 +97,15 @@ func FuzzDecodeCurlCreate(f *testing.F) {
 		if mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mediaType == "multipart/form-data" {
 			return // FuzzCreateFields checks what forms decode to
 		}
-		if !bytes.Equal(in.content, body) {
-			t.Errorf("stored %q from the raw body %q: want it byte for byte", in.content, body)
+		if !bytes.Equal(in.Content, body) {
+			t.Errorf("stored %q from the raw body %q: want it byte for byte", in.Content, body)
 		}
 		want := r.Header.Get("Paste-Expires-In") // documented: a query parameter wins over its header
 		if q := r.URL.Query(); q.Has("expires_in") {
 			want = q.Get("expires_in")
 		}
-		if in.expiresIn != want {
-			t.Errorf("expires_in %q, want %q (query %q, headers %q)", in.expiresIn, want, rawQuery, headers)
+		if in.ExpiresIn != want {
+			t.Errorf("expires_in %q, want %q (query %q, headers %q)", in.ExpiresIn, want, rawQuery, headers)
 		}
 	})
 }
@@ -144,14 +147,14 @@ func checkFormFields(t *testing.T, content []byte, fileName string, fields []str
 		return
 	}
 	checkDecoded(t, got)
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(createInput{})); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded form differs from the one sent (-sent +decoded):\n%s", diff)
 	}
 }
 
 // encodeForm writes the form with the option fields that are set, and returns it with the input the
 // decoder should make of it.
-func encodeForm(t *testing.T, boundary string, content []byte, fileName string, fields []string, asFile bool) ([]byte, createInput) {
+func encodeForm(t *testing.T, boundary string, content []byte, fileName string, fields []string, asFile bool) ([]byte, paste.Input) {
 	t.Helper()
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
@@ -168,7 +171,7 @@ func encodeForm(t *testing.T, boundary string, content []byte, fileName string, 
 		pw, _ := w.CreateFormFile("file", fileName)
 		_, _ = pw.Write(content)
 		if fields[2] == "" && fileName != "" { // the file names the paste unless a filename field does
-			want.filename = strings.TrimSpace(filepath.Base(fileName))
+			want.Filename = strings.TrimSpace(filepath.Base(fileName))
 		}
 	} else {
 		_ = w.WriteField("content", string(content))
@@ -184,7 +187,7 @@ func checkJSONFields(t *testing.T, content []byte, fields []string) {
 		return // JSON strings are text: json.Marshal would change these bytes
 	}
 	want := sentInput(content, fields)
-	body := map[string]any{"content": string(content), "burn_after_read": want.burn}
+	body := map[string]any{"content": string(content), "burn_after_read": want.Burn}
 	for i, name := range []string{"title", "language", "filename", "expires_in"} {
 		if fields[i] != "" {
 			body[name] = fields[i]
@@ -206,26 +209,26 @@ func checkJSONFields(t *testing.T, content []byte, fields []string) {
 		}
 		return
 	}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(createInput{})); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("decoded JSON differs from the one sent (-sent +decoded):\n%s", diff)
 	}
 }
 
 // sentInput is what a create with these content and option fields (title, language, filename,
-// expires_in, burn) means, tidied as validateOptions documents.
-func sentInput(content []byte, fields []string) createInput {
+// expires_in, burn) means, tidied as paste.Input.Tidy documents.
+func sentInput(content []byte, fields []string) paste.Input {
 	sum := sha256.Sum256(content)
-	in := createInput{
-		content: content, hash: sum[:], title: strings.TrimSpace(fields[0]),
-		language: strings.ToLower(strings.TrimSpace(fields[1])), filename: strings.TrimSpace(fields[2]), expiresIn: fields[3],
+	in := paste.Input{
+		Content: content, Hash: sum[:], Title: strings.TrimSpace(fields[0]),
+		Language: strings.ToLower(strings.TrimSpace(fields[1])), Filename: strings.TrimSpace(fields[2]), ExpiresIn: fields[3],
 	}
-	in.burn, _ = parseBool(fields[4])
+	in.Burn, _ = parseBool(fields[4])
 	return in
 }
 
 // wellFormed reports whether in is a create the decoders must accept.
-func wellFormed(in createInput) bool {
-	return validateOptions(&in) == nil && len(in.content) > 0 && len(in.content) <= fuzzMax
+func wellFormed(in paste.Input) bool {
+	return in.Tidy() == nil && len(in.Content) > 0 && len(in.Content) <= fuzzMax
 }
 
 // FuzzDecodeWebForm feeds the browser's create form, multipart or urlencoded, to its decoder.
@@ -235,10 +238,10 @@ func FuzzDecodeWebForm(f *testing.F) {
 		[]byte("--B\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\ntyped\r\n"+
 			"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\"\r\n\r\n\r\n--B--\r\n"))
 	f.Fuzz(func(t *testing.T, headers string, body []byte) {
-		decode := func() (createInput, error) {
+		decode := func() (paste.Input, error) {
 			r := newFuzzRequest("", headers, body)
 			if err := limitBody(httptest.NewRecorder(), r, fuzzMax, fuzzMax+fuzzSlack); err != nil {
-				return createInput{}, err
+				return paste.Input{}, err
 			}
 			return decodeWebForm(r, fuzzMax)
 		}
@@ -276,38 +279,38 @@ func checkClientError(t *testing.T, err error) {
 	if errors.As(err, &tooBig) && tooBig.Limit != fuzzMax {
 		t.Errorf("413 names a limit of %d bytes, want the paste limit %d", tooBig.Limit, fuzzMax)
 	}
-	p := asProblem(httptest.NewRequest(http.MethodPost, "/", nil), slog.New(slog.DiscardHandler), err)
-	if p.status < 400 || p.status > 499 || p.detail == "" {
-		t.Errorf("bad input answered %d %s %q (from %v), want a 4xx problem with a detail", p.status, p.name, p.detail, err)
+	p := problem.From(httptest.NewRequest(http.MethodPost, "/", nil), slog.New(slog.DiscardHandler), err)
+	if p.Status < 400 || p.Status > 499 || p.Detail == "" {
+		t.Errorf("bad input answered %d %s %q (from %v), want a 4xx problem with a detail", p.Status, p.Name, p.Detail, err)
 	}
 }
 
 // checkDecoded checks what every accepted create holds, whichever way it came in.
-func checkDecoded(t *testing.T, in createInput) {
+func checkDecoded(t *testing.T, in paste.Input) {
 	t.Helper()
-	if len(in.content) == 0 || len(in.content) > fuzzMax {
-		t.Errorf("accepted %d bytes of content, want 1 to %d", len(in.content), fuzzMax)
+	if len(in.Content) == 0 || len(in.Content) > fuzzMax {
+		t.Errorf("accepted %d bytes of content, want 1 to %d", len(in.Content), fuzzMax)
 	}
-	if sum := sha256.Sum256(in.content); !bytes.Equal(in.hash, sum[:]) {
-		t.Errorf("hash %x is not the SHA-256 of the content, %x", in.hash, sum)
+	if sum := sha256.Sum256(in.Content); !bytes.Equal(in.Hash, sum[:]) {
+		t.Errorf("hash %x is not the SHA-256 of the content, %x", in.Hash, sum)
 	}
 	// Accepted options are already tidy: validating them again changes nothing.
 	again := in
-	if err := validateOptions(&again); err != nil {
+	if err := again.Tidy(); err != nil {
 		t.Errorf("accepted options that do not validate: %v", err)
 	}
-	if again.title != in.title || again.language != in.language || again.filename != in.filename {
-		t.Errorf("options %q %q %q are not tidy: %q %q %q", in.title, in.language, in.filename, again.title, again.language, again.filename)
+	if again.Title != in.Title || again.Language != in.Language || again.Filename != in.Filename {
+		t.Errorf("options %q %q %q are not tidy: %q %q %q", in.Title, in.Language, in.Filename, again.Title, again.Language, again.Filename)
 	}
 }
 
 // checkDeterministic decodes the same request again, a few times: the answer must not depend on
 // map order or on anything else outside the request.
-func checkDeterministic(t *testing.T, in createInput, err error, decode func() (createInput, error)) {
+func checkDeterministic(t *testing.T, in paste.Input, err error, decode func() (paste.Input, error)) {
 	t.Helper()
 	for range 3 {
 		in2, err2 := decode()
-		if diff := cmp.Diff(in, in2, cmp.AllowUnexported(createInput{})); diff != "" || fmt.Sprint(err) != fmt.Sprint(err2) {
+		if diff := cmp.Diff(in, in2); diff != "" || fmt.Sprint(err) != fmt.Sprint(err2) {
 			t.Fatalf("the same request decoded differently: %v then %v\n%s", err, err2, diff)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"pastebin/cache"
 	"pastebin/cache/cachetest"
 	"pastebin/expiry"
+	"pastebin/paste"
 	"pastebin/store"
 	"pastebin/store/storetest"
 )
@@ -122,7 +123,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e := &env{t: t, clock: &clock{}, freed: make(chan struct{}, 100), logger: testLogger, redis: cachetest.Single}
 	cfg := api.Config{
 		MaxPasteBytes: 1 << 20,
-		Expiry:        api.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour},
+		Expiry:        paste.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour},
 		CacheTTL:      time.Hour, CacheMaxBytes: 64 << 10, RenderCacheBytes: 32 << 20,
 		OpenAPISpec: []byte("openapi: 3.1.0\n"),
 	}

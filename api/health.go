@@ -10,12 +10,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"pastebin/api/problem"
 )
 
 // handleHealthz answers while the process is alive.
 func handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		problem.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 }
 
@@ -39,7 +41,7 @@ func handleReadyz(deps Deps) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		if isClosed(deps.Draining) {
 			ready.Set(0)
-			writeJSON(w, http.StatusServiceUnavailable, readiness{Status: "stopping"})
+			problem.WriteJSON(w, http.StatusServiceUnavailable, readiness{Status: "stopping"})
 			return
 		}
 		res := readiness{Status: "ok", Checks: outages.note(r.Context(), checkReadiness(r.Context(), pings))}
@@ -51,7 +53,7 @@ func handleReadyz(deps Deps) http.Handler {
 			res.Status, status = "unavailable", http.StatusServiceUnavailable
 		}
 		ready.Set(boolGauge(status == http.StatusOK))
-		writeJSON(w, status, res)
+		problem.WriteJSON(w, status, res)
 	})
 }
 
@@ -151,45 +153,4 @@ func checkReadiness(ctx context.Context, pings map[string]func(context.Context) 
 	}
 	wg.Wait()
 	return checks
-}
-
-// handleOpenAPI serves the HTTP contract.
-func handleOpenAPI(spec []byte) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(spec)
-	})
-}
-
-// handleUsage answers GET / to curl with how to use the service.
-func handleUsage(ps *pasteService) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base := ps.urls(r, "").Page
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte(`pastebin: share text by URL.
-
-  curl --data-binary @file.txt ` + base + `
-  curl -F file=@file.txt ` + base + `
-  curl -T file.txt ` + base + `
-  echo hello | curl --data-binary @- '` + base + `?expires_in=1h&burn=true'
-
-The answer is the paste's URL and, on a second line, its delete token:
-  curl -X DELETE -H 'Authorization: Bearer <token>' ` + base + `<code>
-
-Options (query parameter or header): expires_in (10m, 1h, 1d, 1w, 30d, seconds` + neverNote(ps.cfg.Expiry) + `),
-burn=true (burn after reading), title, language, filename.
-
-A burn-after-reading paste is read once, with a POST; a GET never returns it:
-  curl -X POST ` + base + `<code>
-
-The whole API: ` + base + `openapi.yaml
-`))
-	})
-}
-
-func neverNote(p ExpiryPolicy) string {
-	if p.AllowNever {
-		return ", never"
-	}
-	return ""
 }

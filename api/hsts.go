@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"pastebin/api/request"
 )
 
 // strictTransport tells browsers that came over HTTPS (to this server, or to a trusted proxy that
@@ -17,7 +19,7 @@ func strictTransport(maxAge time.Duration) func(http.Handler) http.Handler {
 			return next
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if viaHTTPS(r) {
+			if request.ViaHTTPS(r) {
 				w.Header().Set("Strict-Transport-Security", value)
 			}
 			next.ServeHTTP(w, r)

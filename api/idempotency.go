@@ -1,112 +1,28 @@
 package api
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/binary"
-	"errors"
 	"net/http"
-	"strconv"
-	"time"
+
+	"pastebin/api/problem"
+	"pastebin/api/request"
+	"pastebin/paste"
 )
 
-// idempotencyKey is a client's Idempotency-Key, bound to the client that sent it. The raw key never
-// reaches the database: it is looked up by one hash and seals the delete token with another, so a
-// replay can hand the token back to the client that holds the key, and a copy of the database alone
-// cannot.
-//
-// Both hashes cover the client too (its rate-limit bucket: an address, or an IPv6 /64). A key is a
-// client's own name for its request, not a secret: anyone who learns it, or picks the same one,
-// would otherwise be answered the first creator's paste and delete token. Another client's key of
-// the same text is another key, and makes a paste of its own.
-type idempotencyKey struct {
-	key    string // as the client sent it; empty: none
-	client string
-}
-
-// readIdempotencyKey reads the optional Idempotency-Key header. Keys must be long enough not to be
-// guessed, since a matching key and request replay the first answer, delete token included.
-func readIdempotencyKey(r *http.Request) (idempotencyKey, error) {
+// readIdempotencyKey reads the optional Idempotency-Key header, bound to the client that sent it
+// (paste.IdempotencyKey). Keys must be long enough not to be guessed, since a matching key and
+// request replay the first answer, delete token included.
+func readIdempotencyKey(r *http.Request) (paste.IdempotencyKey, error) {
 	k := r.Header.Get("Idempotency-Key")
 	if k == "" {
-		return idempotencyKey{}, nil
+		return paste.IdempotencyKey{}, nil
 	}
 	if len(k) < 16 || len(k) > 255 {
-		return idempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
+		return paste.IdempotencyKey{}, problem.BadIdempotency.WithDetail("Idempotency-Key must be 16 to 255 characters; a random UUID is a good choice.")
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x21 || k[i] > 0x7e {
-			return idempotencyKey{}, errBadIdempotency.withDetail("Idempotency-Key must be printable ASCII without spaces.")
+			return paste.IdempotencyKey{}, problem.BadIdempotency.WithDetail("Idempotency-Key must be printable ASCII without spaces.")
 		}
 	}
-	return idempotencyKey{key: k, client: rateKey(r.Context())}, nil
+	return paste.IdempotencyKey{Key: k, Client: request.ClientKey(r.Context())}, nil
 }
-
-// none reports whether the request carried no Idempotency-Key.
-func (k idempotencyKey) none() bool { return k.key == "" }
-
-// derive hashes the purpose, the client and the key, each length-prefixed, so that no two
-// different pairs of client and key hash alike.
-func (k idempotencyKey) derive(purpose string) []byte {
-	h := sha256.New()
-	h.Write([]byte("pastebin idempotency " + purpose))
-	for _, s := range []string{k.client, k.key} {
-		_ = binary.Write(h, binary.BigEndian, uint32(len(s)))
-		h.Write([]byte(s))
-	}
-	return h.Sum(nil)
-}
-
-// lookupHash is how the key is stored.
-func (k idempotencyKey) lookupHash() []byte { return k.derive("lookup") }
-
-// seal encrypts the delete token with AES-256-GCM under a key only the raw Idempotency-Key gives.
-func (k idempotencyKey) seal(token string) ([]byte, error) {
-	aead, err := k.aead()
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return aead.Seal(nonce, nonce, []byte(token), nil), nil
-}
-
-func (k idempotencyKey) open(sealed []byte) (string, error) {
-	aead, err := k.aead()
-	if err != nil {
-		return "", err
-	}
-	if len(sealed) < aead.NonceSize() {
-		return "", errors.New("sealed token too short")
-	}
-	token, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
-	return string(token), err
-}
-
-func (k idempotencyKey) aead() (cipher.AEAD, error) {
-	block, err := aes.NewCipher(k.derive("seal"))
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-// fingerprint identifies a create request: same content, same options. A key reused with another
-// fingerprint is refused rather than answered with someone else's paste.
-func fingerprint(in createInput, expiresIn time.Duration) []byte {
-	h := sha256.New()
-	h.Write(in.hash)
-	for _, s := range []string{in.title, in.language, in.filename, strconv.FormatBool(in.burn)} {
-		_ = binary.Write(h, binary.BigEndian, uint32(len(s)))
-		h.Write([]byte(s))
-	}
-	_ = binary.Write(h, binary.BigEndian, int64(expiresIn))
-	return h.Sum(nil)
-}
-
-func sameFingerprint(a, b []byte) bool { return subtle.ConstantTimeCompare(a, b) == 1 }

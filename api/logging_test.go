@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"pastebin/api"
+	"pastebin/api/request"
 	"pastebin/expiry"
 )
 
@@ -99,7 +99,7 @@ type logLife struct {
 func newLogLife(t *testing.T) *logLife {
 	l := &logLife{t: t, adminToken: "admin-" + rand.Text()}
 	// As serve builds it: every package's lines logged while serving a request carry its id.
-	logger := slog.New(api.LogHandler(slog.NewJSONHandler(&l.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	logger := slog.New(request.LogHandler(slog.NewJSONHandler(&l.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	l.e = newEnv(t, withLogger(logger), withAdmin(l.adminToken, 1), withRates(perMinute(100), perMinute(100)))
 	return l
 }
@@ -312,7 +312,7 @@ func TestRequestIDs(t *testing.T) {
 func TestLogHandlerWithoutRequest(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
-	logger := slog.New(api.LogHandler(api.LogHandler(slog.NewJSONHandler(&logs, nil)))).With("component", "x")
+	logger := slog.New(request.LogHandler(request.LogHandler(slog.NewJSONHandler(&logs, nil)))).With("component", "x")
 	logger.InfoContext(context.Background(), "outside any request")
 	lines := parseLogs(t, logs.String())
 	if len(lines) != 1 || strings.Contains(lines[0].raw, "request_id") || !strings.Contains(lines[0].raw, `"component":"x"`) {

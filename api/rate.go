@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"pastebin/paste"
 )
 
 // Rate is a rate limit: at most Requests in each Window, per client. The zero Rate is no limit.
@@ -21,7 +23,7 @@ func (r Rate) String() string {
 	if !r.On() {
 		return "off"
 	}
-	return strconv.Itoa(r.Requests) + "/" + formatDuration(r.Window)
+	return strconv.Itoa(r.Requests) + "/" + paste.FormatDuration(r.Window)
 }
 
 // ParseRate reads a rate limit: a count and a window such as "60/1m", "10/1h" or "1000/1d"
@@ -39,9 +41,9 @@ func ParseRate(v string) (Rate, error) {
 	if window != "" && (window[0] < '0' || window[0] > '9') {
 		window = "1" + window
 	}
-	d, ok := parseLifetime(window)
+	d, err := paste.ParseLifetime(window) // "never" reads as 0, which no window is
 	// Counters are kept per whole-second window (Retry-After and the Redis keys count seconds).
-	if !ok || d < time.Second || d%time.Second != 0 {
+	if err != nil || d < time.Second || d%time.Second != 0 {
 		return Rate{}, errors.New("the window of a rate must be whole seconds, such as 1m or 1h")
 	}
 	return Rate{Requests: n, Window: d}, nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"path"
@@ -15,6 +16,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"golang.org/x/text/unicode/norm"
 
+	"pastebin/api/problem"
+	"pastebin/api/site"
+	"pastebin/paste"
 	"pastebin/redact"
 	"pastebin/store"
 )
@@ -35,7 +39,7 @@ type pasteJSON struct {
 	Filename      string     `json:"filename"`
 }
 
-func newPasteJSON(p store.Paste, u pasteURLs) pasteJSON {
+func newPasteJSON(p store.Paste, u site.PasteURLs) pasteJSON {
 	j := pasteJSON{
 		Code: p.Code, URL: u.Page, RawURL: u.Raw, Size: p.Size, CreatedAt: p.CreatedAt.UTC(),
 		BurnAfterRead: p.BurnAfterRead, Title: p.Title, Language: p.Language, Filename: p.Filename,
@@ -48,22 +52,22 @@ func newPasteJSON(p store.Paste, u pasteURLs) pasteJSON {
 }
 
 // handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never burns a paste.
-func handlePasteMeta(ps *pasteService) http.Handler {
+func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
 		if err != nil {
-			ps.writeError(w, r, err)
+			st.Error(w, r, err)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
-		writeJSON(w, http.StatusOK, newPasteJSON(f.paste, ps.urls(r, f.paste.Code)))
+		problem.WriteJSON(w, http.StatusOK, newPasteJSON(f.Paste, st.URLs(r, f.Paste.Code)))
 	})
 }
 
 // handlePasteText handles GET and HEAD (middleware.GetHead) of /raw/{code}, and of /{code} for
 // clients that do not ask for HTML. A HEAD is answered without reading S3.
-func handlePasteText(ps *pasteService) http.Handler {
-	get, head := handlePasteRaw(ps), handlePasteHead(ps)
+func handlePasteText(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.Handler {
+	get, head := handlePasteRaw(st, rd, logger), handlePasteHead(st, rd)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
 			head.ServeHTTP(w, r)
@@ -76,53 +80,53 @@ func handlePasteText(ps *pasteService) http.Handler {
 // handlePasteRaw handles GET /raw/{code}, and GET /{code} for clients that do not ask for HTML:
 // the bytes, always as plain text that no browser will run. A paste that burns after reading is
 // never read by a GET (handlePasteConsume).
-func handlePasteRaw(ps *pasteService) http.Handler {
+func handlePasteRaw(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
+		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
 		if err != nil {
-			ps.writeError(w, r, err)
+			st.Error(w, r, err)
 			return
 		}
-		if f.paste.BurnAfterRead {
-			ps.writeError(w, r, ps.readWithPost(r, f.paste.Code))
+		if f.Paste.BurnAfterRead {
+			st.Error(w, r, readWithPost(st.URLs(r, f.Paste.Code)))
 			return
 		}
-		setRawHeaders(w.Header(), r, f.paste)
-		if etagMatches(r, f.paste) {
+		setRawHeaders(w.Header(), r, f.Paste)
+		if etagMatches(r, f.Paste) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		body, err := ps.body(r.Context(), f)
+		body, err := rd.Body(r.Context(), f)
 		if err != nil {
-			ps.writeError(w, r, err)
+			st.Error(w, r, err)
 			return
 		}
 		defer body.Close()
-		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
 		if _, err := io.Copy(w, body); err != nil {
-			ps.logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.paste.Code), "err", err)
+			logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.Paste.Code), "err", err)
 		}
 	})
 }
 
 // handlePasteHead handles HEAD of the raw text: the headers handlePasteRaw would answer, found
 // without reading S3.
-func handlePasteHead(ps *pasteService) http.Handler {
+func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := ps.find(r.Context(), chi.URLParam(r, "code"))
-		if err == nil && f.paste.BurnAfterRead {
-			err = ps.readWithPost(r, f.paste.Code)
+		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
+		if err == nil && f.Paste.BurnAfterRead {
+			err = readWithPost(st.URLs(r, f.Paste.Code))
 		}
 		if err != nil {
-			ps.writeError(w, r, err)
+			st.Error(w, r, err)
 			return
 		}
-		setRawHeaders(w.Header(), r, f.paste)
-		if etagMatches(r, f.paste) {
+		setRawHeaders(w.Header(), r, f.Paste)
+		if etagMatches(r, f.Paste) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
-		w.Header().Set("Content-Length", strconv.FormatInt(f.paste.Size, 10))
+		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
 		w.WriteHeader(http.StatusOK)
 	})
 }
@@ -193,31 +197,4 @@ func etagMatches(r *http.Request, p store.Paste) bool {
 		}
 	}
 	return false
-}
-
-// handlePasteDelete handles DELETE /api/v1/pastes/{code} and DELETE /{code}, with the owner token as
-// a bearer token. It answers 204 the first time and every time after.
-func handlePasteDelete(ps *pasteService) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, ok := bearerToken(r)
-		if !ok || len(token) != tokenLength {
-			ps.writeError(w, r, errUnauthorized.withDetail("Send the paste's delete token as Authorization: Bearer <token>."))
-			return
-		}
-		if err := ps.delete(r.Context(), chi.URLParam(r, "code"), token); err != nil {
-			ps.writeError(w, r, err)
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-}
-
-// bearerToken reads an Authorization: Bearer header.
-func bearerToken(r *http.Request) (string, bool) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }

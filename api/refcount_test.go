@@ -189,7 +189,7 @@ func TestBurnAfterReadingRace(t *testing.T) {
 	}
 }
 
-// TestCreateRacesCleanupToZero forces the create/cleanup race of DESIGN.md: a cleanup transaction
+// TestCreateRacesCleanupToZero forces the create/cleanup race (docs/design.md, "Create"): a cleanup transaction
 // has brought a content row to zero and deleted it, uncommitted, holding its lock, when a create of
 // the same bytes takes the dedup fast path and waits on that lock. Once cleanup commits, the
 // create's increment finds no row, so it uploads under a fresh key and inserts a new content row:

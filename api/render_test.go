@@ -14,7 +14,7 @@ import (
 )
 
 // denseScript is about n bytes of JavaScript with a token every few bytes, the costliest kind of
-// paste for the highlighter (api/highlight.go's maxHighlightBytes).
+// paste for the highlighter (api/web/highlight.go's maxHighlightBytes).
 func denseScript(n int) string {
 	var b strings.Builder
 	for i := 0; b.Len() < n; i++ {

@@ -2,37 +2,38 @@ package api
 
 import (
 	"cmp"
+	"context"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"pastebin/api/admin"
+	"pastebin/api/problem"
+	"pastebin/api/request"
+	"pastebin/api/site"
+	"pastebin/api/web"
+	"pastebin/store"
 )
 
-// routes lists the whole HTTP surface.
-func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
+// routes lists the whole HTTP surface: the middleware every request passes, then every route.
+func routes(cfg Config, deps Deps, s *server) http.Handler {
 	r := chi.NewRouter()
-	r.Use(assignRequestIDs, identifyClients(cfg.TrustedProxies, cfg.ClientIPHeader), observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)),
-		recoverPanics(deps.Logger, ps.writeError), securityHeaders, strictTransport(cfg.HSTSMaxAge),
-		limitHeaderSize(cfg.MaxHeaderBytes, ps.writeError),
-		refuseUnknownMethods(ps.writeError), refuseCrossSite(cfg.BaseURL, http.HandlerFunc(ps.answerCrossSite)),
+	r.Use(request.AssignIDs, request.IdentifyClients(cfg.TrustedProxies, cfg.ClientIPHeader),
+		observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)), recoverPanics(deps.Logger, s.site.Error),
+		securityHeaders, strictTransport(cfg.HSTSMaxAge), limitHeaderSize(cfg.MaxHeaderBytes, s.site.Error),
+		refuseUnknownMethods(s.site.Error), refuseCrossSite(cfg.BaseURL, answerCrossSite(s.site)),
 		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own
 		// runs the GET handler, whose body net/http drops, so it answers exactly GET's headers.
 		middleware.GetHead)
-	notFound := func(w http.ResponseWriter, r *http.Request) {
-		ps.writeError(w, r, errRouteNotFound.withDetail("There is nothing at "+r.URL.Path+"."))
+	notFound := func(w http.ResponseWriter, req *http.Request) {
+		s.site.Error(w, req, problem.RouteNotFound.WithDetail("There is nothing at "+req.URL.Path+"."))
 	}
 	r.NotFound(notFound)
-	refuse := func(w http.ResponseWriter, req *http.Request, detail string) {
-		allowed := slices.DeleteFunc(allowedMethods(r, req), func(m string) bool { return m == req.Method })
-		if len(allowed) == 0 { // nothing is served at this path at all
-			notFound(w, req)
-			return
-		}
-		w.Header().Set("Allow", strings.Join(allowed, ", "))
-		ps.writeError(w, req, errMethodNotAllowed.withDetail(detail))
-	}
+	refuse := refuseMethod(r, s.site, notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		refuse(w, req, req.Method+" is not allowed on "+req.URL.Path+".")
 	})
@@ -45,28 +46,107 @@ func routes(cfg Config, deps Deps, ps *pasteService) http.Handler {
 		r.Method(http.MethodGet, "/metrics", MetricsHandler(deps.Registry))
 	}
 	r.Method(http.MethodGet, "/openapi.yaml", handleOpenAPI(cfg.OpenAPISpec))
-	r.Method(http.MethodGet, "/problems", handleProblemTypes())
-	r.Method(http.MethodGet, "/problems/{name}", handleProblemTypes())
-
-	r.Mount("/admin", adminRoutes(cfg, deps, ps))
-
-	r.Method(http.MethodGet, "/static/{hash}/{name}", handleStatic(ps, ps.web.assets))
-	r.Method(http.MethodGet, "/", byAccept(handleWebIndex(ps.web), handleUsage(ps)))
-	creates := r.With(ps.limits.guardCreate(ps.writeError)) // per-client rate, then a bounded upload slot
-	creates.Method(http.MethodPost, "/", either(isWebForm, handleWebCreate(ps.web), handlePasteCreateCurl(ps)))
-	creates.Method(http.MethodPut, "/{name}", handlePasteCreateCurl(ps))
-	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(ps))
-	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(ps))
-	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(ps))
-	consume := handlePasteConsume(ps.web, refuse, fromPageButton)
-	r.Method(http.MethodGet, "/raw/{code}", handlePasteText(ps))
-	r.Method(http.MethodPost, "/raw/{code}", consume)
-	r.Method(http.MethodGet, "/{code}", byAccept(handleWebPaste(ps.web), handlePasteText(ps)))
-	r.Method(http.MethodPost, "/{code}", consume)
-	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(ps))
-	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(ps.web, refuse, alwaysPage))
-	r.Method(http.MethodPost, "/{code}/delete", handleWebDelete(ps.web))
+	r.Method(http.MethodGet, "/problems", problem.HandleTypes())
+	r.Method(http.MethodGet, "/problems/{name}", problem.HandleTypes())
+	r.Method(http.MethodGet, "/static/{hash}/{name}", s.site.HandleStatic())
+	r.Route("/admin", func(r chi.Router) { adminRoutes(r, cfg, deps, s) })
+	pasteRoutes(r, cfg, deps.Logger, s, refuse)
 	return r
+}
+
+// pasteRoutes are the pastes' addresses: the create form and the curl and JSON creates, each
+// paste's page, text and metadata, its consuming POST and its deletes. Where a browser and curl
+// share an address, byAccept or either tells them apart.
+func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refuse refuseFunc) {
+	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages), handleUsage(s.site, cfg.Expiry)))
+	creates := r.With(s.limits.guardCreate(s.site.Error)) // per-client rate, then a bounded upload slot
+	createCurl := handlePasteCreateCurl(s.site, s.creator, cfg.MaxPasteBytes)
+	createForm := web.HandleCreate(s.pages, s.creator, webFormDecoder(cfg.MaxPasteBytes))
+	creates.Method(http.MethodPost, "/", either(isWebForm, createForm, createCurl))
+	creates.Method(http.MethodPut, "/{name}", createCurl)
+	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(s.site, s.creator, cfg.MaxPasteBytes))
+	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(s.site, s.reader))
+	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(s.site, s.deleter))
+	text := handlePasteText(s.site, s.reader, logger)
+	consume := handlePasteConsume(s.site, s.pages, s.consumer, refuse, fromPageButton)
+	r.Method(http.MethodGet, "/raw/{code}", text)
+	r.Method(http.MethodPost, "/raw/{code}", consume)
+	r.Method(http.MethodGet, "/{code}", byAccept(web.HandlePaste(s.pages, s.reader), text))
+	r.Method(http.MethodPost, "/{code}", consume)
+	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(s.site, s.deleter))
+	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, refuse, alwaysPage))
+	r.Method(http.MethodPost, "/{code}/delete", web.HandleDelete(s.site, s.deleter))
+}
+
+// adminRoutes are /admin: the JSON admin API, where operators trigger and watch cleanup, take
+// pastes down and block content with the admin token as a bearer token (bearer), and the console,
+// the same in a browser behind a session (signedIn). Three addresses serve both, told apart by
+// admin.ForConsole. Without a configured admin token every route answers that the admin API is off.
+func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
+	bearer, c, signedIn := s.auth.requireAdmin, s.console, s.console.SignedIn
+	by, log, st := store.TokenActor(cfg.AdminTokenHash, store.ViaAPI), deps.Logger, deps.Store
+	r.With(bearer).Method(http.MethodPost, "/cleanup", admin.HandleCleanupStart(log, st, deps.Cleanup, by))
+	r.With(bearer).Method(http.MethodGet, "/cleanup/runs", admin.HandleCleanupRuns(log, st))
+	r.With(bearer).Method(http.MethodGet, "/cleanup/runs/{id}", admin.HandleCleanupRun(log, st))
+	r.With(bearer).Method(http.MethodGet, "/cleanup/backlog", admin.HandleCleanupBacklog(log, st))
+	r.With(bearer).Method(http.MethodDelete, "/pastes/{code}", admin.HandleTakedown(log, s.remover, by))
+	r.With(bearer).Method(http.MethodDelete, "/blocked/{hash}", admin.HandleUnblock(log, st, by))
+	r.Method(http.MethodGet, "/blocked", either(admin.ForConsole,
+		signedIn(admin.HandleBlockedPage(c, st)), bearer(admin.HandleBlockedList(log, st))))
+	r.Method(http.MethodPost, "/blocked", either(admin.ForConsole,
+		signedIn(admin.HandleBlockForm(c, st, s.remover)), bearer(admin.HandleBlock(log, s.remover, by))))
+	r.Method(http.MethodGet, "/audit", either(admin.ForConsole, signedIn(admin.HandleAuditPage(c, st)), bearer(admin.HandleAudit(log, st))))
+
+	health := func(ctx context.Context) map[string]string { return checkReadiness(ctx, readinessChecks(deps)) }
+	r.Method(http.MethodGet, "/", signedIn(admin.HandleOverviewPage(c, st, health, deps.Cleanup)))
+	r.Method(http.MethodGet, "/sign-in", c.Enabled(admin.HandleSignInPage(c)))
+	r.Method(http.MethodPost, "/sign-in", c.Enabled(admin.HandleSignIn(c)))
+	r.Method(http.MethodPost, "/sign-out", signedIn(admin.HandleSignOut(c)))
+	r.Method(http.MethodGet, "/runs", signedIn(admin.HandleRunsPage(c, st, deps.Cleanup)))
+	r.Method(http.MethodPost, "/runs", signedIn(admin.HandleRunStart(c, deps.Cleanup)))
+	r.Method(http.MethodGet, "/runs/{id}", signedIn(admin.HandleRunPage(c, st)))
+	r.Method(http.MethodGet, "/takedown", signedIn(admin.HandleTakedownPage(c)))
+	r.Method(http.MethodPost, "/takedown", signedIn(admin.HandleTakedownForm(c, s.remover)))
+	r.Method(http.MethodPost, "/blocked/{hash}/unblock", signedIn(admin.HandleUnblockForm(c, st)))
+}
+
+// refuseFunc answers 405 with an Allow header naming the other methods the path has.
+type refuseFunc func(w http.ResponseWriter, r *http.Request, detail string)
+
+// refuseMethod answers 405 with an Allow header naming the methods router serves at the path, or
+// notFound where it serves none.
+func refuseMethod(router chi.Routes, st *site.Site, notFound http.HandlerFunc) refuseFunc {
+	return func(w http.ResponseWriter, req *http.Request, detail string) {
+		allowed := slices.DeleteFunc(allowedMethods(router, req), func(m string) bool { return m == req.Method })
+		if len(allowed) == 0 { // nothing is served at this path at all
+			notFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		st.Error(w, req, problem.MethodNotAllowed.WithDetail(detail))
+	}
+}
+
+// either sends requests for which is holds to yes and the others to no: one address serves curl its
+// text and a person the page, or takes the browser's create form (isWebForm), or serves the console
+// and the JSON admin API.
+func either(is func(*http.Request) bool, yes, no http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if is(r) {
+			yes.ServeHTTP(w, r)
+			return
+		}
+		no.ServeHTTP(w, r)
+	})
+}
+
+// byAccept serves a browser asking for HTML the page and every other client the text. The answer
+// names Accept in Vary, so that a shared cache never hands one of them the other's answer.
+func byAccept(page, text http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		request.VaryAccept(w.Header())
+		either(request.WantsHTML, page, text).ServeHTTP(w, r)
+	})
 }
 
 // routedMethods are the methods the Allow header may name, in the order it names them.

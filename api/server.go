@@ -1,5 +1,9 @@
-// Package api is the pastebin's HTTP surface: the chi router, handlers, request decoding and
-// validation, and the mapping of errors to HTTP statuses.
+// Package api is the pastebin's HTTP surface: NewServer wires it, routes.go lists every route, and
+// this package holds the JSON and curl API's handlers, the decoding of create requests, the limits
+// against abuse, the health checks and the middleware. Below it: web (the public pages), admin (the
+// JSON admin API and the console), site (the layout, static files and error pages they share),
+// problem (problem details, and the one mapping from errors to them) and request (what a request
+// says of its client). The flows they all run live in package paste.
 package api
 
 import (
@@ -11,8 +15,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"pastebin/api/admin"
+	"pastebin/api/request"
+	"pastebin/api/site"
+	"pastebin/api/web"
 	"pastebin/blob"
 	"pastebin/cache"
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -20,12 +29,12 @@ import (
 type Config struct {
 	BaseURL        string // public URL of the service; empty: the scheme and host each request came to
 	MaxPasteBytes  int64
-	Expiry         ExpiryPolicy
+	Expiry         paste.ExpiryPolicy
 	CacheTTL       time.Duration // longest time a paste stays in Redis
 	CacheMaxBytes  int64         // pastes up to this size are cached with their bytes
 	OpenAPISpec    []byte        // served at /openapi.yaml
 	AdminTokenHash []byte        // SHA-256 of the admin token; empty turns the admin API off
-	// ConsoleIdleTimeout ends a console session unused this long; 0: DefaultConsoleIdleTimeout.
+	// ConsoleIdleTimeout ends a console session unused this long; 0: admin.DefaultIdleTimeout.
 	ConsoleIdleTimeout time.Duration
 
 	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
@@ -42,9 +51,9 @@ type Config struct {
 	// MinUploadRate is the least a create's body must deliver in each window while it holds a slot;
 	// slower, it is cut off (408). The zero UploadRate asks nothing.
 	MinUploadRate        UploadRate
-	RenderCacheBytes     int64       // paste pages' rendered content kept in memory; 0: none
-	MaxConcurrentRenders int         // paste contents rendered at once; 0: half the processors, at least one
-	DedupTiming          DedupTiming // how a create of stored content hides that it was; "": DedupPad
+	RenderCacheBytes     int64             // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int               // paste contents rendered at once; 0: half the processors, at least one
+	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.
@@ -63,8 +72,8 @@ type Deps struct {
 	Bucket     *blob.Bucket
 	Cache      *cache.Cache
 	Registry   *prometheus.Registry
-	BlobsFreed func()        // called when a delete freed a blob; may be nil
-	Cleanup    CleanupRunner // starts cleanup runs for /admin; may be nil
+	BlobsFreed func()              // called when a delete freed a blob; may be nil
+	Cleanup    admin.CleanupRunner // starts cleanup runs for /admin; may be nil
 	Now        func() time.Time
 	// RateRedis counts the rate limits across replicas; nil counts them in this process alone.
 	RateRedis redis.UniversalClient
@@ -73,32 +82,43 @@ type Deps struct {
 	Draining <-chan struct{}
 }
 
-// NewServer returns the whole HTTP API as one handler.
+// NewServer returns the whole HTTP API as one handler: the flows of package paste and the pages,
+// the console and the limits around them, routed by routes.go.
 func NewServer(cfg Config, deps Deps) http.Handler {
-	now := deps.Now
-	if now == nil {
-		now = time.Now
+	if deps.Now == nil {
+		deps.Now = time.Now
 	}
-	deps.Logger = slog.New(LogHandler(deps.Logger.Handler())) // every line of a request names it
-	ps := &pasteService{
-		store: deps.Store, bucket: deps.Bucket, cache: deps.Cache, logger: deps.Logger,
-		cfg: cfg, now: now, freed: deps.BlobsFreed, lookups: newCacheLookups(deps.Registry), uploadTimes: newUploadTimes(),
-	}
-	ps.web = newWebUI(ps, newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, deps.Registry))
-	ps.limits = newLimits(cfg, deps, ps)
-	return routes(cfg, deps, ps)
+	deps.Logger = slog.New(request.LogHandler(deps.Logger.Handler())) // every line of a request names it
+	st := site.New(cfg.BaseURL, deps.Logger, web.Assets(), admin.Assets())
+	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache,
+		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
+	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
+	lim := newLimits(cfg, deps)
+	auth := newAdminAuth(cfg, deps, lim)
+	return routes(cfg, deps, &server{
+		site: st,
+		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
+			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
+		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
+		creator: paste.NewCreator(deps.Store, deps.Bucket,
+			paste.CreateConfig{Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming}, deps.Now, deps.Logger),
+		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
+		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
+		limits:  lim, auth: auth,
+	})
 }
 
-// writeError answers err: the one place an error becomes a status. Browsers asking for a page get
-// one; every other client, and every client of /api/, gets problem details.
-func (ps *pasteService) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	p := asProblem(r, ps.logger, err)
-	if pageOrProblem(r) {
-		varyAccept(w.Header())
-	}
-	if wantsPage(r) {
-		ps.web.errorPage(w, r, p)
-		return
-	}
-	writeProblem(w, r, p)
+// server is what the routes are made of, built once by NewServer: routes.go hands each handler the
+// few of these it calls, and no handler takes the whole.
+type server struct {
+	site     *site.Site
+	pages    *web.Pages
+	console  *admin.Console
+	creator  *paste.Creator
+	reader   *paste.Reader
+	consumer *paste.Consumer
+	remover  *paste.Remover
+	deleter  *limitedDelete
+	limits   *limits
+	auth     *adminAuth
 }

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"pastebin/api/problem"
+	"pastebin/api/request"
 )
 
 // uploadWait is how long a create waits for an upload slot before it is refused.
@@ -137,16 +140,16 @@ func (l *limits) inUploadSlot(writeError func(http.ResponseWriter, *http.Request
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wait := time.NewTimer(uploadWait)
 		defer wait.Stop()
-		release, err := l.uploads.acquire(r.Context(), rateKey(r.Context()), wait.C)
+		release, err := l.uploads.acquire(r.Context(), request.ClientKey(r.Context()), wait.C)
 		switch {
 		case errors.Is(err, errClientUploads):
 			l.refused.WithLabelValues("client_uploads").Inc()
-			writeError(w, r, errRateLimited.withDetail(fmt.Sprintf("Too many uploads from your address at once: at most %d. "+
-				"Try again when one has finished.", l.uploads.perClient)).withRetryAfter(time.Second))
+			writeError(w, r, problem.RateLimited.WithDetail(fmt.Sprintf("Too many uploads from your address at once: at most %d. "+
+				"Try again when one has finished.", l.uploads.perClient)).WithRetryAfter(time.Second))
 			return
 		case errors.Is(err, errAllUploads):
 			l.refused.WithLabelValues("uploads").Inc()
-			writeError(w, r, errBusy.withDetail("Too many uploads are in progress. Try again shortly.").withRetryAfter(time.Second))
+			writeError(w, r, problem.Busy.WithDetail("Too many uploads are in progress. Try again shortly.").WithRetryAfter(time.Second))
 			return
 		case err != nil:
 			return // the client gave up waiting

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pastebin/api"
+	"pastebin/paste"
 )
 
 // browserAccept is what Chromium sends when it navigates.
@@ -18,7 +19,7 @@ const browserAccept = "text/html,application/xhtml+xml,application/xml;q=0.9,ima
 const wantCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-func withExpiry(p api.ExpiryPolicy) envOption { return func(c *api.Config, _ *env) { c.Expiry = p } }
+func withExpiry(p paste.ExpiryPolicy) envOption { return func(c *api.Config, _ *env) { c.Expiry = p } }
 
 // page GETs path as a browser would.
 func (e *env) page(path string, headers ...string) response {
@@ -87,12 +88,12 @@ func TestWebExpiryChoices(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		policy api.ExpiryPolicy
+		policy paste.ExpiryPolicy
 		want   string // the options, the selected one starred
 	}{
-		{"test default", api.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour}, "10m 1h *1d 1w 30d"},
-		{"never allowed and default", api.ExpiryPolicy{Max: 365 * 24 * time.Hour, AllowNever: true}, "10m 1h 1d 1w 30d *never"},
-		{"capped at a day, odd default", api.ExpiryPolicy{Default: 2 * time.Hour, Max: 24 * time.Hour}, "10m 1h *2h 1d"},
+		{"test default", paste.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour}, "10m 1h *1d 1w 30d"},
+		{"never allowed and default", paste.ExpiryPolicy{Max: 365 * 24 * time.Hour, AllowNever: true}, "10m 1h 1d 1w 30d *never"},
+		{"capped at a day, odd default", paste.ExpiryPolicy{Default: 2 * time.Hour, Max: 24 * time.Hour}, "10m 1h *2h 1d"},
 	}
 	option := regexp.MustCompile(`<option value="([^"]+)"( selected)?>[^<]*</option>`)
 	for _, tt := range tests {

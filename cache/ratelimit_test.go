@@ -3,11 +3,8 @@ package cache_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"pastebin/cache"
 	"pastebin/cache/cachetest"
@@ -57,15 +54,7 @@ func testLimiterTokens(t *testing.T, kind cachetest.Kind) {
 // the limit, whose changes it follows.
 func TestLimiterWithoutRedis(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	dead := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { dead.Close() })
-	l := cache.NewLimiter("drain", dead, "pbtest:", slog.New(slog.DiscardHandler))
+	l := cache.NewLimiter("drain", cachetest.Refused(t), "pbtest:", slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	limit := cache.Limit{Tokens: 2, Per: time.Hour, Burst: 3}
 

@@ -1,5 +1,5 @@
-// Package expiry runs the distributed batch cleanup of expired pastes (DESIGN.md, "Expiry
-// subsystem"): cleanup workers, their schedule, the watchdog for stuck rows, the blob deleter that
+// Package expiry runs the distributed batch cleanup of expired pastes (docs/design.md, "Expiry"):
+// cleanup workers, their schedule, the watchdog for stuck rows, the blob deleter that
 // drains the outbox, the orphan sweeper, the tombstone purge, and the run reports operators watch;
 // and the checker behind pastebin fsck, which shares the sweeper's idea of an orphan.
 package expiry

@@ -34,7 +34,7 @@ type checkedBucket interface {
 	Exists(ctx context.Context, key string) (bool, error)
 }
 
-// Checker is pastebin fsck: it checks invariants 1 to 3 of DESIGN.md against a live deployment,
+// Checker is pastebin fsck: it checks invariants 1 to 3 (docs/design.md, "Invariants") against a live deployment,
 // without stopping it, and repairs what can be repaired safely.
 type Checker struct {
 	store  *store.Store

@@ -22,7 +22,7 @@ const (
 // modeMaxRate is how a run report names PacingOff with a ceiling.
 const modeMaxRate = "max_rate"
 
-// Pacing is how fast one process's drain may go (DESIGN.md, "Pacing the drain").
+// Pacing is how fast one process's drain may go (docs/design.md, "Pacing the drain").
 type Pacing struct {
 	Mode    string        // PacingOff or PacingAuto
 	MaxRate float64       // pastes/s, a ceiling in every mode; 0: none

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Paste statuses, as DESIGN.md names them.
+// Paste statuses (docs/design.md, "Data model").
 const (
 	StatusLive     = "NOT_EXPIRED"
 	StatusDeleting = "DELETION_IN_PROGRESS"

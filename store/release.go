@@ -45,8 +45,8 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
 	// may hash-join against every row in flight (all workers' batches, and the index's dead
-	// entries), or, with the status as a literal, nested-loop over them (hundreds of milliseconds,
-	// see cleanup-floor.md). Pinning it also spares re-planning 1000-element arrays each batch.
+	// entries), or, with the status as a literal, nested-loop over them (hundreds of milliseconds
+	// a batch, measured by make bench-cleanup). Pinning it also spares re-planning 1000-element arrays each batch.
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return Released{}, err
 	}

@@ -50,7 +50,7 @@ type RunCounts struct {
 	ContentRepaired int64 `json:"content_repaired"` // content rows whose wrong ref_count broke a batch, recounted
 }
 
-// Pacing is how a run's drain was paced (DESIGN.md, "Pacing the drain"), per process.
+// Pacing is how a run's drain was paced (docs/design.md, "Pacing the drain"), per process.
 type Pacing struct {
 	Mode          string   `json:"mode"`           // off, max_rate or auto
 	RateLimit     *float64 `json:"rate_limit"`     // pastes/s this process allows now; null: no limit

@@ -48,7 +48,7 @@ type TakedownResult struct {
 	Released           // every paste this call took down, and the content and blobs it freed
 }
 
-// TakeDown removes a paste for an operator: the owner's delete with another reason (DESIGN.md), so
+// TakeDown removes a paste for an operator: the owner's delete with another reason (docs/design.md, "Takedown and blocked content"), so
 // the same tombstone transition releases the same one reference. A paste cleanup has claimed is
 // taken down too (its readers must see the takedown's reason, 451 for a legal one), and the
 // claim's finish then finds it DELETED and leaves it alone: still one release. With Block, the

@@ -7,10 +7,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -196,4 +198,28 @@ func MastersHolding(t testing.TB, rdb redis.UniversalClient, prefix string) int 
 		t.Fatal(err)
 	}
 	return n
+}
+
+// RefusedURL is the URL of a Redis that is not there: a local address where nothing listens, so
+// every connection is refused at once.
+func RefusedURL(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "redis://" + addr + "/0"
+}
+
+// Refused returns a client of RefusedURL that fails fast, with no retries, closed when the test ends.
+func Refused(t testing.TB) redis.UniversalClient {
+	t.Helper()
+	rdb, err := cache.NewClient(RefusedURL(t), cache.ClientOptions{DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
 }

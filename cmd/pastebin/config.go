@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"pastebin/api"
+	"pastebin/paste"
 )
 
 // envName is the environment variable that sets a flag: -database-url is PASTEBIN_DATABASE_URL.
@@ -110,10 +111,10 @@ func formatBytes(n int64) string {
 // lifetime is a flag for an expiry: 10m, 1h, 1d, 1w, 30d, a number of seconds, or "never" (0).
 type lifetime time.Duration
 
-func (l *lifetime) String() string { return api.FormatLifetime(time.Duration(*l)) }
+func (l *lifetime) String() string { return paste.FormatLifetime(time.Duration(*l)) }
 
 func (l *lifetime) Set(v string) error {
-	d, err := api.ParseLifetime(v)
+	d, err := paste.ParseLifetime(v)
 	*l = lifetime(d)
 	return err
 }
@@ -121,10 +122,10 @@ func (l *lifetime) Set(v string) error {
 // duration is a flag for a duration that also takes days and weeks (1d, 2w).
 type duration time.Duration
 
-func (d *duration) String() string { return api.FormatLifetime(time.Duration(*d)) }
+func (d *duration) String() string { return paste.FormatLifetime(time.Duration(*d)) }
 
 func (d *duration) Set(v string) error {
-	l, err := api.ParseLifetime(v)
+	l, err := paste.ParseLifetime(v)
 	if err == nil && l == 0 {
 		err = fmt.Errorf("must be positive")
 	}
@@ -139,7 +140,7 @@ func (d *durationOrOff) String() string {
 	if *d == 0 {
 		return "off"
 	}
-	return api.FormatLifetime(time.Duration(*d))
+	return paste.FormatLifetime(time.Duration(*d))
 }
 
 func (d *durationOrOff) Set(v string) error {
@@ -147,7 +148,7 @@ func (d *durationOrOff) Set(v string) error {
 		*d = 0
 		return nil
 	}
-	l, err := api.ParseLifetime(v)
+	l, err := paste.ParseLifetime(v)
 	if err == nil && l == 0 {
 		err = fmt.Errorf(`"never" is not a duration here; "off" turns it off`)
 	}
@@ -174,7 +175,7 @@ func (r *uploadRate) String() string {
 	if !api.UploadRate(*r).On() {
 		return "off"
 	}
-	return formatBytes(r.Bytes) + "/" + api.FormatLifetime(r.Window)
+	return formatBytes(r.Bytes) + "/" + paste.FormatLifetime(r.Window)
 }
 
 func (r *uploadRate) Set(v string) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/term"
 
-	"pastebin/api"
+	"pastebin/api/request"
 	"pastebin/blob"
 	"pastebin/cache"
 	"pastebin/store"
@@ -70,13 +70,13 @@ func (c *connConfig) newLogger(w io.Writer) (*slog.Logger, error) {
 			format = "text"
 		}
 	}
-	// api.LogHandler adds the request id to every line logged while serving a request, from
+	// request.LogHandler adds the request id to every line logged while serving a request, from
 	// whichever package logs it.
 	switch format {
 	case "json":
-		return slog.New(api.LogHandler(slog.NewJSONHandler(w, opts))), nil
+		return slog.New(request.LogHandler(slog.NewJSONHandler(w, opts))), nil
 	case "text":
-		return slog.New(api.LogHandler(slog.NewTextHandler(w, opts))), nil
+		return slog.New(request.LogHandler(slog.NewTextHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("log format %q: want json, text or auto", c.logFormat)
 }

@@ -33,7 +33,7 @@ func (fc *fsckConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&fc.asJSON, "json", false, "print the report as one JSON object (and log only errors)")
 }
 
-const fsckSummary = `Checks invariants 1-3 of DESIGN.md against a live deployment, without stopping it:
+const fsckSummary = `Checks invariants 1-3 (docs/design.md, "Invariants") against a live deployment, without stopping it:
 ref_count against the pastes, every content blob in S3, orphan blobs older than -orphan-grace,
 and the outbox's age. Exits non-zero when something is wrong and was not repaired.
 With -repair, recounts wrong ref_counts under their row locks and queues orphan blobs for the

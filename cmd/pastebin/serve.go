@@ -17,7 +17,9 @@ import (
 
 	"pastebin"
 	"pastebin/api"
+	"pastebin/api/admin"
 	"pastebin/cache"
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -101,7 +103,7 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if err := c.expiryPolicy().Validate(); err != nil {
 		return c, fmt.Errorf("expiry settings: %w", err)
 	}
-	if _, err := api.ParseDedupTiming(c.dedupTiming); err != nil {
+	if _, err := paste.ParseDedupTiming(c.dedupTiming); err != nil {
 		return c, err
 	}
 	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
@@ -120,7 +122,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
 		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
-		consoleIdle: duration(api.DefaultConsoleIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
+		consoleIdle: duration(admin.DefaultIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
 	c.conn.register(fs)
@@ -139,7 +141,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
 	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
-	fs.StringVar(&c.dedupTiming, "dedup-timing", string(api.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
+	fs.StringVar(&c.dedupTiming, "dedup-timing", string(paste.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
 	fs.DurationVar(&c.drainDelay, "drain-delay", 0, "on SIGTERM, how long /readyz answers 503 before the listener closes, so a load balancer stops sending requests first")
@@ -147,8 +149,8 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func (c serveConfig) expiryPolicy() api.ExpiryPolicy {
-	return api.ExpiryPolicy{Default: time.Duration(c.defaultExpiry), Max: time.Duration(c.maxExpiry), AllowNever: c.allowNever}
+func (c serveConfig) expiryPolicy() paste.ExpiryPolicy {
+	return paste.ExpiryPolicy{Default: time.Duration(c.defaultExpiry), Max: time.Duration(c.maxExpiry), AllowNever: c.allowNever}
 }
 
 // runServe serves the API until SIGINT or SIGTERM, then drains (see serveHTTP).
@@ -201,7 +203,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
-		DedupTiming: api.DedupTiming(cfg.dedupTiming),
+		DedupTiming: paste.DedupTiming(cfg.dedupTiming),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 

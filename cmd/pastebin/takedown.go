@@ -13,6 +13,7 @@ import (
 	"os/user"
 	"strings"
 
+	"pastebin/paste"
 	"pastebin/store"
 )
 
@@ -78,11 +79,21 @@ func (o *operatorFlags) withOperator(ctx context.Context, stdout io.Writer, fn f
 	return fn(svc, logger)
 }
 
-// markGone marks what an action took down as gone in the cache, as the API does before it answers.
-func markGone(ctx context.Context, svc *services, logger *slog.Logger, codes []string, legal bool) {
-	if err := svc.cache.MarkAllGone(ctx, codes, store.TakedownReason(legal)); err != nil {
-		logger.ErrorContext(ctx, "cache not invalidated after a takedown", "pastes", len(codes), "err", err)
+// remover runs the operators' removals as the API does (paste.Remover): what they take down is
+// marked gone in the cache before they return. Without S3, the blob deleter of a running serve
+// finds the blobs they freed in the outbox.
+func remover(svc *services, logger *slog.Logger) *paste.Remover {
+	return paste.NewRemover(svc.store, svc.cache, nil, logger)
+}
+
+// unconfirmed explains a removal that committed but whose cache marker could not be written: a
+// server may still serve a cached copy until the same command, run again, writes it.
+func unconfirmed(err error) error {
+	var u *paste.UnconfirmedError
+	if errors.As(err, &u) {
+		return fmt.Errorf("done in the database, but the cache could not be told, so a server may still serve what was taken down: run the same command again: %w", u.Err)
 	}
+	return err
 }
 
 // runTakedown takes a paste down: pastebin takedown CODE -reason ... [-legal] [-block].
@@ -100,11 +111,10 @@ func runTakedown(ctx context.Context, args []string, getenv func(string) string,
 		return errors.New("usage: pastebin takedown CODE -reason WHY [-legal] [-block]")
 	}
 	return o.withOperator(ctx, stdout, func(svc *services, logger *slog.Logger) error {
-		res, err := svc.store.TakeDown(ctx, store.Takedown{Code: code, Reason: o.reason, Legal: o.legal, Block: block}, cliActor())
+		res, err := remover(svc, logger).TakeDown(ctx, store.Takedown{Code: code, Reason: o.reason, Legal: o.legal, Block: block}, cliActor())
 		if err != nil {
-			return fmt.Errorf("take down %s: %w", code, err)
+			return fmt.Errorf("take down %s: %w", code, unconfirmed(err))
 		}
-		markGone(ctx, svc, logger, res.Codes, o.legal)
 		out := map[string]any{"code": code, "taken_down": res.TakenDown, "blocked": res.Blocked,
 			"pastes_taken_down": len(res.Codes), "content_freed": res.FreedContent, "content_hash": hex.EncodeToString(res.ContentHash)}
 		what := "was gone already"
@@ -138,11 +148,10 @@ func runBlock(ctx context.Context, args []string, getenv func(string) string, st
 		}
 	}
 	return o.withOperator(ctx, stdout, func(svc *services, logger *slog.Logger) error {
-		res, err := svc.store.Block(ctx, b, cliActor())
+		res, err := remover(svc, logger).Block(ctx, b, cliActor())
 		if err != nil {
-			return fmt.Errorf("block: %w", err)
+			return fmt.Errorf("block: %w", unconfirmed(err))
 		}
-		markGone(ctx, svc, logger, res.Codes, o.legal)
 		hash := hex.EncodeToString(res.ContentHash)
 		out := map[string]any{"content_hash": hash, "added": res.Added, "pastes_taken_down": len(res.Codes), "content_freed": res.FreedContent}
 		return o.print(stdout, out, fmt.Sprintf("%s blocked (new: %v); %d paste(s) taken down", hash, res.Added, len(res.Codes)))

@@ -4,12 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"pastebin/cache"
+	"pastebin/cache/cachetest"
 	"pastebin/store"
 	"pastebin/store/storetest"
 )
@@ -92,5 +97,52 @@ func TestOperatorCommands(t *testing.T) {
 		if err := run(ctx, append([]string{"pastebin"}, args...), getenv, io.Discard); err == nil {
 			t.Errorf("pastebin %v succeeded", args)
 		}
+	}
+}
+
+// TestTakedownUnconfirmed: a takedown from the command line while Redis cannot be told commits,
+// but fails and says so, as the API answers 503: another replica may still serve its cached copy.
+// Run again once Redis answers, it marks the paste gone in the cache (invariant 5).
+func TestTakedownUnconfirmed(t *testing.T) {
+	t.Parallel()
+	d := newDeployment(t, storetest.SeedSpec{Pastes: 1, Tag: "U"})
+	code := "U0000000001"
+	ctx := context.Background()
+	c, err := cache.OpenURL(d.env["PASTEBIN_REDIS_URL"], cache.ClientOptions{}, d.env["PASTEBIN_REDIS_PREFIX"], slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	p, err := d.store.Paste(ctx, code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another replica read the paste and cached it.
+	c.Put(ctx, c.Get(ctx, code, now), cache.Paste{Code: code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size,
+		CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt}, time.Hour, now)
+	if l := c.Get(ctx, code, now); l.Result != cache.Hit {
+		t.Fatalf("the other replica's entry: got %v, want a hit", l.Result)
+	}
+
+	args := []string{"pastebin", "takedown", code, "-reason", "abuse report 8"}
+	cut := maps.Clone(d.env)
+	cut["PASTEBIN_REDIS_URL"] = cachetest.RefusedURL(t)
+	err = run(ctx, args, func(k string) string { return cut[k] }, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "again") {
+		t.Errorf("takedown while Redis cannot be told: got %v, want a failure that says to run it again", err)
+	}
+	if _, err := d.store.Paste(ctx, code); !errors.Is(err, store.ErrGone) {
+		t.Fatalf("after the unconfirmed takedown: %v, want the paste gone in the database", err)
+	}
+	if l := c.Get(ctx, code, time.Now()); l.Result != cache.Hit {
+		t.Fatalf("the cache was told after all (%v): the test no longer cuts Redis off", l.Result)
+	}
+
+	if err := run(ctx, args, func(k string) string { return d.env[k] }, io.Discard); err != nil {
+		t.Fatalf("the same takedown again, Redis back: %v", err)
+	}
+	if l := c.Get(ctx, code, time.Now()); l.Result != cache.Gone || l.Reason != store.ReasonTakedown {
+		t.Errorf("after the retry the cache answers %v (%q), want gone (%q): a replica serves a taken-down paste", l.Result, l.Reason, store.ReasonTakedown)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Audit is what the database and a listing of the bucket say about invariants 1 to 3 of DESIGN.md.
+// Audit is what the database and a listing of the bucket say about invariants 1 to 3 (docs/design.md, "Invariants").
 // Tests compute it independently of the code under test: plain SQL and the bucket's own listing.
 type Audit struct {
 	RefMismatches  []string // invariant 1: content rows whose ref_count is not the number of pastes on them

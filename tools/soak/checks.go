@@ -13,7 +13,7 @@ import (
 // request leaving and the service looking at the clock, and the second-rounding of headers.
 const clockMargin = time.Second
 
-// violations collects what the service did that DESIGN.md's invariants forbid.
+// violations collects what the service did that the invariants forbid (docs/design.md, "Invariants").
 type violations struct {
 	mu    sync.Mutex
 	first []string // the first maxViolationDetails, with when they happened

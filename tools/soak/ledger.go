@@ -70,7 +70,7 @@ func (l *ledger) pick(r *rand.Rand, burn bool) *paste {
 
 // contentPool holds the bodies that creates share: a few contents referenced by many pastes at
 // once, so content rows are shared, freed and stored again all the time (the create/cleanup race
-// of DESIGN.md), beside unique bodies. Some are over the cache's 4KiB size limit, so reads of them
+// of docs/design.md, "Create"), beside unique bodies. Some are over the cache's 4KiB size limit, so reads of them
 // stream from S3.
 type contentPool struct{ shared [][]byte }
 

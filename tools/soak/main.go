@@ -4,7 +4,7 @@
 // seconds, reads, burns and deletes them, while a controller SIGKILLs and restarts serve processes
 // and stops and restarts Redis and the S3 server. Then it lets everything settle, runs `pastebin
 // fsck`, reads back every paste the load created, and prints a summary. Any violation of the
-// invariants (DESIGN.md) makes it exit non-zero.
+// invariants (docs/design.md, "Invariants") makes it exit non-zero.
 package main
 
 import (

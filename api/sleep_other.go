@@ -1,9 +1,0 @@
-//go:build !linux
-
-package api
-
-import "time"
-
-// kernelSleep sleeps d on the runtime's timers: where nanosleep(2) is not at hand, a wait wakes up
-// to a millisecond late (see kernelStretch).
-func kernelSleep(d time.Duration) { time.Sleep(d) }

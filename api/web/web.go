@@ -1,0 +1,174 @@
+// Package web is the public pages: the create form, a paste's page (highlighted, or the page that
+// asks before a burn-after-reading paste is taken), the page of a paste a button took, and the
+// forms that create and delete without JavaScript. Every page is drawn in the site's layout.
+package web
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/api/site"
+	"pastebin/paste"
+	"pastebin/store"
+)
+
+// templateFS holds the pages' own templates, each drawn in the site's layout.
+//
+//go:embed templates
+var templateFS embed.FS
+
+// Assets are the pages' generated static files (the highlighting styles, which the layout links),
+// for site.New.
+func Assets() map[string][]byte { return map[string][]byte{"highlight.css": highlightCSS()} }
+
+// Config is what the pages show and how they render.
+type Config struct {
+	Expiry               paste.ExpiryPolicy // the form's expiry menu
+	MaxPasteBytes        int64
+	RenderCacheBytes     int64 // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int   // paste contents rendered at once; 0: half the processors, at least one
+}
+
+// Pages draws the public pages.
+type Pages struct {
+	site     *site.Site
+	index    *template.Template
+	paste    *template.Template
+	renders  *renderer
+	expiries []expiryChoice
+	maxBytes int64
+	now      func() time.Time
+}
+
+// New returns the pages of st; now is the clock expiries are shown from. The renderer's metrics
+// go to reg.
+func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registerer) *Pages {
+	return &Pages{
+		site: st, index: st.Parse(templateFS, "templates/index.html"), paste: st.Parse(templateFS, "templates/paste.html"),
+		renders: newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, reg), expiries: expiryChoices(cfg.Expiry),
+		maxBytes: cfg.MaxPasteBytes, now: now,
+	}
+}
+
+// HandleIndex handles GET / for browsers: the create form.
+func HandleIndex(pages *Pages) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The form changes only with the binary; revalidating keeps the back button fast.
+		w.Header().Set("Cache-Control", "no-cache")
+		pages.renderForm(w, r, http.StatusOK, formValues{}, "")
+	})
+}
+
+// pasteView is what the paste page shows. Exactly one of Interstitial, Content.Omitted and the
+// highlighted Content is what fills the page's body.
+type pasteView struct {
+	Code, URL               string
+	Title, Filename         string
+	Size                    string
+	Expires                 time.Time // zero: never
+	ExpiresIn               string
+	BurnAfterRead           bool
+	Interstitial            bool   // a burn-after-reading paste not yet opened
+	Burned                  bool   // this page holds the only copy left
+	Token                   string // the delete token, shown once after a browser create
+	Content                 rendered
+	RawAvailable, Deletable bool
+}
+
+func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
+	v := pasteView{
+		Code: p.Code, URL: pages.site.URLs(r, p.Code).Page, Title: p.Title, Filename: p.Filename,
+		Size: site.HumanBytes(p.Size), BurnAfterRead: p.BurnAfterRead,
+		RawAvailable: true, Deletable: true,
+	}
+	if !p.ExpiresAt.IsZero() {
+		v.Expires, v.ExpiresIn = p.ExpiresAt.UTC(), relativeTime(pages.now(), p.ExpiresAt)
+	}
+	return v
+}
+
+// HandlePaste handles GET /{code} for browsers: the paste highlighted, or, for a paste that burns
+// after reading, a page asking the reader to confirm. A GET never burns anything, so link previews
+// and crawlers cannot take a paste meant for a person.
+func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := chi.URLParam(r, "code")
+		f, err := rd.Find(r.Context(), code) // 404 and 410 exactly as the raw route (invariants 4, 5)
+		if err != nil {
+			pages.site.Error(w, r, err)
+			return
+		}
+		v := pages.newPasteView(r, f.Paste)
+		if f.Paste.BurnAfterRead {
+			v.Interstitial, v.RawAvailable = true, false
+		} else if v.Content, err = pages.content(r, rd, f); err != nil {
+			pages.site.Error(w, r, err)
+			return
+		}
+		v.Token = takeTokenCookie(w, r, code)
+		pages.site.Render(w, r, http.StatusOK, pages.paste, site.Page{Title: v.PageTitle(), NoIndex: true, Data: v})
+	})
+}
+
+// content reads and renders a paste that does not burn; a paste too big to show is not even read.
+func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (rendered, error) {
+	if f.Paste.Size > maxShownBytes {
+		return tooLargeToShow, nil
+	}
+	body, err := rd.Body(r.Context(), f)
+	if err != nil {
+		return rendered{}, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return rendered{}, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
+	}
+	return pages.renders.page(f.Paste, data), nil
+}
+
+// ShowConsumed shows a paste the page's button took, and reports whether it could: one the page
+// cannot show (too large, not text) is the caller's to download instead, since after this nobody
+// can fetch it again.
+func (pages *Pages) ShowConsumed(w http.ResponseWriter, r *http.Request, c paste.Consumed) bool {
+	v := pages.newPasteView(r, c.Paste)
+	v.Burned, v.RawAvailable, v.Deletable = true, false, false
+	v.Content = pages.renders.once(c.Content, c.Paste.Language, c.Paste.Filename)
+	if v.Content.Omitted != "" {
+		return false
+	}
+	pages.site.Render(w, r, http.StatusOK, pages.paste, site.Page{Title: v.PageTitle(), NoIndex: true, Data: v})
+	return true
+}
+
+// PageTitle is the paste's title, else its file name, else its code.
+func (v pasteView) PageTitle() string {
+	if v.Title != "" {
+		return v.Title
+	}
+	if v.Filename != "" {
+		return v.Filename
+	}
+	return "Paste " + v.Code
+}
+
+// ExpiresISO is the expiry for machines (the time element, the page's script); "" for never.
+func (v pasteView) ExpiresISO() string {
+	if v.Expires.IsZero() {
+		return ""
+	}
+	return v.Expires.Format(time.RFC3339)
+}
+
+// ExpiresTitle is the exact expiry for people, shown on hover.
+func (v pasteView) ExpiresTitle() string { return v.Expires.Format("2 Jan 2006, 15:04 MST") }
+
+// Lines is the number of lines, in words.
+func (v pasteView) Lines() string { return site.Plural(int64(v.Content.Lines), "line") }

@@ -1,0 +1,164 @@
+package paste
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"pastebin/blob"
+	"pastebin/store"
+)
+
+// Input is a create request, whichever way it came in (curl, JSON, the page's form), decoded and
+// checked by its caller.
+type Input struct {
+	Content   []byte
+	Hash      []byte // SHA-256 of Content, computed while reading it
+	Title     string
+	Language  string
+	Filename  string
+	Burn      bool
+	ExpiresIn string // as the client wrote it; empty means the policy's default
+}
+
+// Created is the answer to a create: the paste and, this once, its delete token.
+type Created struct {
+	Paste    store.Paste
+	Token    string
+	Replayed bool // answered from an earlier request with the same Idempotency-Key
+}
+
+// TokenLength is the length of an encoded owner token.
+const TokenLength = 43
+
+// CreateConfig is what a create decides by.
+type CreateConfig struct {
+	Expiry      ExpiryPolicy
+	DedupTiming DedupTiming // how a create of stored content hides that it was; "": DedupPad
+}
+
+// Creator runs the create flow (docs/design.md, "Create").
+type Creator struct {
+	store       *store.Store
+	bucket      *blob.Bucket
+	cfg         CreateConfig
+	now         func() time.Time
+	logger      *slog.Logger
+	uploadTimes *uploadTimes // the latest uploads' durations, which a create of stored content waits as
+}
+
+// NewCreator returns the create flow over s and b; now is the clock expiries count from.
+func NewCreator(s *store.Store, b *blob.Bucket, cfg CreateConfig, now func() time.Time, logger *slog.Logger) *Creator {
+	return &Creator{store: s, bucket: b, cfg: cfg, now: now, logger: logger, uploadTimes: newUploadTimes()}
+}
+
+// Create stores a paste: the dedup fast path first, with no upload at all; otherwise an upload to a
+// fresh key, then the content row and the paste in one transaction. Which of the two it took does
+// not show in when it answers (storePaste). A request whose Idempotency-Key was seen before is
+// answered as the first time, delete token included.
+func (c *Creator) Create(ctx context.Context, in Input, idem IdempotencyKey) (Created, error) {
+	lifetime, err := c.cfg.Expiry.Lifetime(in.ExpiresIn)
+	if err != nil {
+		return Created{}, err
+	}
+	fp := fingerprint(in, lifetime)
+	if !idem.none() {
+		if created, err := c.replay(ctx, idem, fp); !errors.Is(err, errNoRecord) {
+			return created, err
+		}
+	}
+	np, token, err := c.newPaste(in, lifetime, idem, fp)
+	if err != nil {
+		return Created{}, err
+	}
+	p, err := c.storePaste(ctx, np, in.Content)
+	if errors.Is(err, store.ErrIdempotencyRace) {
+		return c.replay(ctx, idem, fp)
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{Paste: p, Token: token}, nil
+}
+
+func (c *Creator) newPaste(in Input, lifetime time.Duration, idem IdempotencyKey, fp []byte) (store.NewPaste, string, error) {
+	token, err := newToken()
+	if err != nil {
+		return store.NewPaste{}, "", err
+	}
+	np := store.NewPaste{
+		ContentHash: in.Hash, Size: int64(len(in.Content)), OwnerTokenHash: store.HashToken(token),
+		Title: in.Title, Language: in.Language, Filename: in.Filename, BurnAfterRead: in.Burn,
+	}
+	if lifetime > 0 {
+		np.ExpiresAt = c.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision
+	}
+	if !idem.none() {
+		sealed, err := idem.seal(token)
+		if err != nil {
+			return store.NewPaste{}, "", err
+		}
+		np.Idempotency = &store.Idempotency{KeyHash: idem.lookupHash(), Fingerprint: fp, SealedToken: sealed}
+	}
+	return np, token, nil
+}
+
+func (c *Creator) createWithUpload(ctx context.Context, np store.NewPaste, content []byte) (store.Paste, error) {
+	key, err := blob.NewKey(np.ContentHash)
+	if err != nil {
+		return store.Paste{}, err
+	}
+	if err := c.bucket.Put(ctx, key, content); err != nil {
+		return store.Paste{}, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
+	}
+	p, err := c.store.CreatePasteWithBlob(ctx, np, key)
+	if err != nil {
+		// No content row names the upload, unless the create failed only in our eyes: a client that
+		// hangs up during the COMMIT cancels ctx, and the server commits all the same. So the upload
+		// is queued held back for the orphan grace period, never due now, rather than left to the
+		// orphan sweeper.
+		if qerr := c.store.EnqueueAbandonedUploads(context.WithoutCancel(ctx), []string{key}); qerr != nil {
+			c.logger.WarnContext(ctx, "abandoned upload left to the orphan sweeper", "blob_key", key, "err", qerr)
+		}
+	}
+	return p, err
+}
+
+// errNoRecord says an Idempotency-Key has not been used yet.
+var errNoRecord = errors.New("no idempotency record")
+
+// replay answers a create again from its Idempotency-Key record, delete token included.
+func (c *Creator) replay(ctx context.Context, idem IdempotencyKey, fp []byte) (Created, error) {
+	rec, err := c.store.IdempotentCreate(ctx, idem.lookupHash())
+	if errors.Is(err, store.ErrNotFound) {
+		return Created{}, errNoRecord
+	}
+	if err != nil {
+		return Created{}, err
+	}
+	if !sameFingerprint(rec.Fingerprint, fp) {
+		return Created{}, ErrKeyReused
+	}
+	token, err := idem.open(rec.SealedToken)
+	if err != nil {
+		return Created{}, fmt.Errorf("open sealed token: %w", err)
+	}
+	p, err := c.store.Paste(ctx, rec.Code)
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{Paste: p, Token: token, Replayed: true}, nil
+}
+
+// newToken draws an owner token: 32 random bytes, URL-safe.
+func newToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("draw token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

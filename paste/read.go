@@ -1,0 +1,158 @@
+package paste
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/blob"
+	"pastebin/cache"
+	"pastebin/redact"
+	"pastebin/store"
+)
+
+// ReadConfig is what reads cache by.
+type ReadConfig struct {
+	CacheTTL      time.Duration // longest time a paste stays in Redis
+	CacheMaxBytes int64         // pastes up to this size are cached with their bytes
+}
+
+// Reader runs the read flow (docs/design.md, "Read"): Redis first, then PostgreSQL, then S3,
+// filling the cache on the way.
+type Reader struct {
+	store   *store.Store
+	bucket  *blob.Bucket
+	cache   *cache.Cache
+	cfg     ReadConfig
+	now     func() time.Time
+	lookups cacheLookups
+}
+
+// NewReader returns the read flow over s, b and c, counting its cache lookups in reg; now is the
+// clock cached entries' expiries are judged by.
+func NewReader(s *store.Store, b *blob.Bucket, c *cache.Cache, cfg ReadConfig, now func() time.Time, reg prometheus.Registerer) *Reader {
+	return &Reader{store: s, bucket: b, cache: c, cfg: cfg, now: now, lookups: newCacheLookups(reg)}
+}
+
+// Found is a live paste a read located, with its bytes when the cache had them.
+type Found struct {
+	Paste   store.Paste
+	content []byte
+	lookup  cache.Lookup // what the cache answered; a Miss lets Body fill it
+}
+
+// Find locates a live paste: Redis first, then PostgreSQL, whose status and expiry decide
+// store.ErrNotFound or a *store.GoneError. It never touches S3 and never takes a view.
+func (rd *Reader) Find(ctx context.Context, code string) (Found, error) {
+	if !store.ValidShortCode(code) {
+		return Found{}, store.ErrNotFound
+	}
+	l := rd.cache.Get(ctx, code, rd.now())
+	rd.lookups.record(l.Result)
+	switch l.Result {
+	case cache.Gone:
+		return Found{}, &store.GoneError{Reason: l.Reason}
+	case cache.Hit:
+		return Found{Paste: fromCache(l.Paste), content: l.Paste.Content, lookup: l}, nil
+	}
+	p, err := rd.store.Paste(ctx, code)
+	return Found{Paste: p, lookup: l}, err
+}
+
+// Body returns the bytes of a paste that is not burn-after-reading, filling the cache on the way:
+// with the bytes for small pastes, with the metadata alone for big ones, which are streamed.
+func (rd *Reader) Body(ctx context.Context, f Found) (io.ReadCloser, error) {
+	if f.content != nil {
+		return io.NopCloser(bytes.NewReader(f.content)), nil
+	}
+	if f.Paste.Size > rd.cfg.CacheMaxBytes {
+		rd.cache.Put(ctx, f.lookup, toCache(f.Paste, nil), rd.cfg.CacheTTL, rd.now())
+		return rd.fetch(ctx, f.Paste)
+	}
+	data, err := rd.fetchAll(ctx, f.Paste)
+	if err != nil {
+		return nil, err
+	}
+	rd.cache.Put(ctx, f.lookup, toCache(f.Paste, data), rd.cfg.CacheTTL, rd.now())
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+func (rd *Reader) fetch(ctx context.Context, p store.Paste) (io.ReadCloser, error) {
+	rc, err := rd.bucket.Get(ctx, p.BlobKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, rd.missingBlob(ctx, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
+	}
+	return rc, nil
+}
+
+func (rd *Reader) fetchAll(ctx context.Context, p store.Paste) ([]byte, error) {
+	rc, err := rd.fetch(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
+	}
+	return data, nil
+}
+
+// missingBlob explains a blob that is not in S3. A delete that committed after this read began
+// legitimately freed it: the paste is gone. Otherwise invariant 2 is broken, which is worth a loud log.
+func (rd *Reader) missingBlob(ctx context.Context, p store.Paste) error {
+	if _, err := rd.store.Paste(ctx, p.Code); err != nil {
+		return err
+	}
+	return fmt.Errorf("blob %s of live paste %s (code hash) is missing from the bucket", p.BlobKey, redact.Code(p.Code))
+}
+
+func toCache(p store.Paste, content []byte) cache.Paste {
+	return cache.Paste{
+		Code: p.Code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size, Title: p.Title,
+		Language: p.Language, Filename: p.Filename, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt,
+		Content: content,
+	}
+}
+
+func fromCache(c cache.Paste) store.Paste {
+	return store.Paste{
+		Code: c.Code, ContentHash: c.ContentHash, BlobKey: c.BlobKey, Size: c.Size, Title: c.Title,
+		Language: c.Language, Filename: c.Filename, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
+	}
+}
+
+// cacheLookups counts the reads' cache lookups by result, for the cache hit ratio: hit (served
+// from Redis), gone (a deleted or expired paste's marker), miss (PostgreSQL asked, Redis down
+// included).
+type cacheLookups struct{ byResult *prometheus.CounterVec }
+
+func newCacheLookups(reg prometheus.Registerer) cacheLookups {
+	c := cacheLookups{byResult: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pastebin_cache_lookups_total", Help: "Paste reads' cache lookups by result: hit, gone, miss.",
+	}, []string{"result"})}
+	for _, r := range []string{"hit", "gone", "miss"} {
+		c.byResult.WithLabelValues(r) // every series from the start, so rates and ratios never lack one
+	}
+	reg.MustRegister(c.byResult)
+	return c
+}
+
+func (c cacheLookups) record(res cache.Result) {
+	switch res {
+	case cache.Hit:
+		c.byResult.WithLabelValues("hit").Inc()
+	case cache.Gone:
+		c.byResult.WithLabelValues("gone").Inc()
+	default:
+		c.byResult.WithLabelValues("miss").Inc()
+	}
+}
