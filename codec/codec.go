@@ -51,19 +51,20 @@ type Codec struct {
 	gzips   sync.Pool     // *gzip.Writer
 }
 
-// New returns a Codec.
-func New() (*Codec, error) {
+// New returns a Codec. Its options are constants, which the zstd package accepts: an error
+// here is a programming error, and panics.
+func New() *Codec {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(maxWindow),
 		zstd.WithEncoderConcurrency(1))
 	if err != nil {
-		return nil, fmt.Errorf("zstd encoder: %w", err)
+		panic(fmt.Sprintf("zstd encoder: %v", err))
 	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(maxWindow),
 		zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
-		return nil, fmt.Errorf("zstd decoder: %w", err)
+		panic(fmt.Sprintf("zstd decoder: %v", err))
 	}
-	return &Codec{enc: enc, dec: dec}, nil
+	return &Codec{enc: enc, dec: dec}
 }
 
 // newStreamDecoder decodes one stream at a time on the caller's goroutine, holding no more than

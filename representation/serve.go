@@ -84,6 +84,7 @@ func Serve(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content) e
 		return nil
 	}
 	if err != nil {
+		h.Del("ETag") // the error's answer is no form of the content
 		h.Set("Content-Range", "bytes */"+strconv.FormatInt(c.Size, 10))
 		return err
 	}
@@ -154,9 +155,9 @@ func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, co
 	}
 	body, err := openBody(r.Context(), cd, c, coding, rng)
 	if err != nil {
-		h.Del("Content-Encoding")
-		h.Del("Content-Length")
-		h.Del("Content-Range")
+		for _, name := range []string{"Content-Encoding", "Content-Length", "Content-Range", "ETag"} {
+			h.Del(name) // the error's answer is no form of the content
+		}
 		return err
 	}
 	defer body.Close()
