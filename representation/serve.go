@@ -26,6 +26,9 @@ type Content struct {
 	Encoding   codec.Encoding
 	StoredSize int64  // of the stored blob
 	BlobKey    string // the stored blob's key, which names the zstd form (the zstd ETag)
+	// Key names this paste's blob in the Server's form cache: the paste's code and BlobKey. Empty
+	// (a consumed paste, which nobody reads again) keeps no form.
+	Key string
 	// Stored is the stored blob when it is in memory (a cache hit, a consumed paste); else Open
 	// fetches it, and is called only when a body is sent.
 	Stored []byte
@@ -58,19 +61,30 @@ type CutShort struct{ Err error }
 func (e *CutShort) Error() string { return "answer cut short: " + e.Err.Error() }
 func (e *CutShort) Unwrap() error { return e.Err }
 
+// Server answers reads with codings made by a codec, keeping the forms that cost work to make.
+type Server struct {
+	codec *codec.Codec
+	forms *formCache
+}
+
+// NewServer returns a Server over cd that keeps up to formBytes of decoded and gzip forms (0: none).
+func NewServer(cd *codec.Codec, formBytes int64) *Server {
+	return &Server{codec: cd, forms: newFormCache(formBytes)}
+}
+
 // Serve answers r with c. A GET or HEAD gets validators and ranges: ETag, Accept-Ranges, 304 on a
 // matching If-None-Match, 206 for one satisfiable range of the original bytes (200 with the whole
 // for several: RFC 9110 lets a server ignore a Range), ErrUnsatisfiable (with Content-Range: bytes
 // */size set) for none; any other method (the POST that consumes a paste) gets the bytes alone.
 // A HEAD never calls c.Open. The caller sets the other headers first, and answers an error Serve
 // returns, unless it is a *CutShort: then the answer was already under way.
-func Serve(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content) error {
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, c Content) error {
 	h := w.Header()
 	addVary(h, "Accept-Encoding")
 	coding := chooseCoding(r.Header, c.Encoding == codec.Zstd)
 	validated := r.Method == http.MethodGet || r.Method == http.MethodHead
 	if !validated {
-		return send(w, r, cd, c, coding, nil)
+		return s.send(w, r, c, coding, nil)
 	}
 	h.Set("Accept-Ranges", "bytes")
 	rng, err := requestedRange(r, c)
@@ -88,7 +102,7 @@ func Serve(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content) e
 		h.Set("Content-Range", "bytes */"+strconv.FormatInt(c.Size, 10))
 		return err
 	}
-	return send(w, r, cd, c, coding, rng)
+	return s.send(w, r, c, coding, rng)
 }
 
 // requestedRange is the one range a GET asks for, if its If-Range holds: nil for a whole answer
@@ -131,7 +145,7 @@ func noneMatch(header, tag string) bool {
 }
 
 // send writes the status, the coding's headers and, but for a HEAD, the body.
-func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, coding string, rng *Range) error {
+func (s *Server) send(w http.ResponseWriter, r *http.Request, c Content, coding string, rng *Range) error {
 	h := w.Header()
 	status, length := http.StatusOK, c.Size
 	switch {
@@ -140,8 +154,10 @@ func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, co
 		h.Set("Content-Range", rng.contentRange(c.Size))
 	case coding == codingZstd:
 		length = c.StoredSize
+	case coding == codingGzip && r.Method != http.MethodHead:
+		length = -1 // known once transcoded (memoryBody), or never: chunked
 	case coding == codingGzip:
-		length = -1 // known once transcoded: chunked, or counted by net/http for a short one
+		length = -1 // a HEAD transcodes nothing: RFC 9110 lets it leave the length out
 	}
 	if coding != codingIdentity {
 		h.Set("Content-Encoding", coding)
@@ -153,7 +169,7 @@ func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, co
 		w.WriteHeader(status)
 		return nil
 	}
-	body, err := openBody(r.Context(), cd, c, coding, rng)
+	body, transcoded, err := s.openBody(r.Context(), c, coding, rng)
 	if err != nil {
 		for _, name := range []string{"Content-Encoding", "Content-Length", "Content-Range", "ETag"} {
 			h.Del(name) // the error's answer is no form of the content
@@ -161,9 +177,12 @@ func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, co
 		return err
 	}
 	defer body.Close()
+	if m, ok := body.(memBody); ok && transcoded {
+		h.Set("Content-Length", strconv.Itoa(m.Len()))
+	}
 	w.WriteHeader(status)
-	if coding == codingGzip {
-		_, err = cd.Gzip(w, body)
+	if coding == codingGzip && !transcoded {
+		_, err = s.codec.Gzip(w, body)
 	} else {
 		_, err = io.Copy(w, body)
 	}
@@ -174,50 +193,98 @@ func send(w http.ResponseWriter, r *http.Request, cd *codec.Codec, c Content, co
 }
 
 // openBody opens the bytes of the answer: the stored blob as it is for zstd, else the original
-// bytes (gzip transcodes them as they are written), skipped and cut to rng.
-func openBody(ctx context.Context, cd *codec.Codec, c Content, coding string, rng *Range) (io.ReadCloser, error) {
+// bytes, skipped and cut to rng. For gzip, transcoded says whether they are gzip already (a form
+// made in memory), else they are to be transcoded as they are written.
+func (s *Server) openBody(ctx context.Context, c Content, coding string, rng *Range) (body io.ReadCloser, transcoded bool, err error) {
 	if c.Stored != nil {
-		return memoryBody(cd, c, coding, rng)
+		return s.memoryBody(c, coding, rng)
 	}
 	stored, err := c.Open(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	enc, size := c.Encoding, c.Size
 	if coding == codingZstd {
 		enc, size = codec.Identity, c.StoredSize // sent as it is, checked for its length alone
 	}
-	body, err := cd.NewReader(stored, enc, size)
+	dec, err := s.codec.NewReader(stored, enc, size)
 	if err != nil {
 		stored.Close()
-		return nil, err
+		return nil, false, err
 	}
-	rc := closers{Reader: body, close: []io.Closer{body, stored}}
+	rc := closers{Reader: dec, close: []io.Closer{dec, stored}}
 	if rng != nil {
 		// A range of a compressed blob decodes what comes before it and drops it.
-		if _, err := io.CopyN(io.Discard, body, rng.Start); err != nil {
+		if _, err := io.CopyN(io.Discard, dec, rng.Start); err != nil {
 			rc.Close()
-			return nil, fmt.Errorf("skip to the range: %w", err)
+			return nil, false, fmt.Errorf("skip to the range: %w", err)
 		}
-		rc.Reader = io.LimitReader(body, rng.Length)
+		rc.Reader = io.LimitReader(dec, rng.Length)
 	}
-	return rc, nil
+	return rc, false, nil
 }
 
 // memoryBody is openBody of a blob in memory: decoded whole, which for the small blobs a cache
-// holds costs less than a stream decoder's set-up.
-func memoryBody(cd *codec.Codec, c Content, coding string, rng *Range) (io.ReadCloser, error) {
-	if coding == codingZstd {
-		return io.NopCloser(bytes.NewReader(c.Stored)), nil
+// holds costs less than a stream decoder's set-up, and gzip made whole too; both forms are kept.
+func (s *Server) memoryBody(c Content, coding string, rng *Range) (io.ReadCloser, bool, error) {
+	switch coding {
+	case codingZstd:
+		return inMemory(c.Stored), false, nil
+	case codingGzip:
+		form := formKey(c, codingGzip)
+		if gz, ok := s.forms.get(form); ok {
+			return inMemory(gz), true, nil
+		}
+		data, err := s.original(c)
+		if err != nil {
+			return nil, false, err
+		}
+		gz, err := s.codec.GzipBytes(data)
+		if err != nil {
+			return nil, false, err
+		}
+		s.forms.add(form, gz)
+		return inMemory(gz), true, nil
 	}
-	data, err := cd.Decode(c.Stored, c.Encoding, c.Size)
+	data, err := s.original(c)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if rng != nil {
 		data = data[rng.Start : rng.Start+rng.Length]
 	}
-	return io.NopCloser(bytes.NewReader(data)), nil
+	return inMemory(data), false, nil
+}
+
+// formKey names c's form in coding in the form cache; "" (kept nowhere) when c has no Key.
+func formKey(c Content, coding string) string {
+	if c.Key == "" {
+		return ""
+	}
+	return c.Key + " " + coding
+}
+
+// memBody is bytes in memory, whose length is known before they are sent.
+type memBody struct{ *bytes.Reader }
+
+func (memBody) Close() error { return nil }
+
+func inMemory(b []byte) memBody { return memBody{bytes.NewReader(b)} }
+
+// original is the original bytes of a blob in memory: its decoded form, kept, when there is one.
+func (s *Server) original(c Content) ([]byte, error) {
+	if c.Encoding == codec.Identity {
+		return s.codec.Decode(c.Stored, c.Encoding, c.Size)
+	}
+	form := formKey(c, codingIdentity)
+	if data, ok := s.forms.get(form); ok {
+		return data, nil
+	}
+	data, err := s.codec.Decode(c.Stored, c.Encoding, c.Size)
+	if err == nil {
+		s.forms.add(form, data)
+	}
+	return data, err
 }
 
 // closers reads from Reader and closes each of close, in order.

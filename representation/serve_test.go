@@ -51,7 +51,7 @@ func serve(t *testing.T, cd *codec.Codec, c representation.Content, method strin
 		r.Header.Set(header[i], header[i+1])
 	}
 	w := httptest.NewRecorder()
-	err := representation.Serve(w, r, cd, c)
+	err := representation.NewServer(cd, 0).Serve(w, r, c)
 	return answer{status: w.Code, header: w.Header(), body: w.Body.Bytes(), err: err}
 }
 
@@ -302,5 +302,50 @@ func TestCorruptBlob(t *testing.T) {
 	var cut *representation.CutShort
 	if !errors.As(a.err, &cut) || !errors.Is(a.err, codec.ErrCorrupt) {
 		t.Errorf("streamed: %v, want CutShort of ErrCorrupt", a.err)
+	}
+}
+
+// TestFormsKept: the original bytes of a compressed blob, and its gzip, are made once per paste
+// and kept; another paste of the same blob makes its own.
+func TestFormsKept(t *testing.T) {
+	t.Parallel()
+	cd := newCodec(t)
+	srv := representation.NewServer(cd, 1<<20)
+	c := content(t, cd, text, true)
+	c.Key = "code1 " + c.BlobKey
+	read := func(c representation.Content, accept string) (*httptest.ResponseRecorder, error) {
+		r := httptest.NewRequest(http.MethodGet, "/raw/code1", nil)
+		r.Header.Set("Accept-Encoding", accept)
+		w := httptest.NewRecorder()
+		return w, srv.Serve(w, r, c)
+	}
+	for _, accept := range []string{"identity", "gzip"} {
+		w, err := read(c, accept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if accept == "gzip" && w.Header().Get("Content-Length") != strconv.Itoa(w.Body.Len()) {
+			t.Errorf("gzip made in memory: Content-Length %q for %d bytes", w.Header().Get("Content-Length"), w.Body.Len())
+		}
+	}
+	broken := c
+	broken.Stored = []byte("not a zstd frame")
+	for _, accept := range []string{"identity", "gzip"} {
+		w, err := read(broken, accept)
+		if err != nil || !bytes.Equal(decoded(t, answer{header: w.Header(), body: w.Body.Bytes()}), text) {
+			t.Errorf("Accept-Encoding %q, read again: %v; want the kept form", accept, err)
+		}
+	}
+	broken.Key = "code2 " + c.BlobKey
+	if _, err := read(broken, "identity"); !errors.Is(err, codec.ErrCorrupt) {
+		t.Errorf("another paste of the blob: %v, want its own decode (ErrCorrupt)", err)
+	}
+	// Without a Key (a consumed paste) nothing is kept.
+	c.Key, broken.Key = "", ""
+	if _, err := read(c, "identity"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := read(broken, "identity"); !errors.Is(err, codec.ErrCorrupt) {
+		t.Errorf("no Key: %v, want its own decode (ErrCorrupt)", err)
 	}
 }
