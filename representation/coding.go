@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"pastebin/codec"
 )
 
 // Content codings an answer is sent in, as Content-Encoding names them; identity sends none.
@@ -13,20 +15,29 @@ const (
 	codingGzip     = "gzip"
 )
 
+// minGzipSize is what a paste's original bytes must exceed for gzip to be offered: on 1 KiB or
+// less a transcode saves under a kilobyte, less than a TCP segment, and costs the server and the
+// client work on every read (nginx's gzip_min_length and CDNs skip small bodies too). The stored
+// zstd frame costs the server nothing, and is offered whatever the size.
+const minGzipSize = 1024
+
 // chooseCoding picks the content coding of an answer from the request's Accept-Encoding (RFC
 // 9110, section 12.5.3): the highest quality among the codings offered, zstd before gzip before
 // identity on ties, since zstd is the stored blob as it is and gzip costs a transcode. Without the
 // header, or with nothing acceptable, the answer is identity: every client reads that.
-func chooseCoding(h http.Header, compressed bool) string {
+func chooseCoding(h http.Header, c Content) string {
 	values := h.Values("Accept-Encoding")
-	if len(values) == 0 || !compressed {
+	if len(values) == 0 || c.Encoding != codec.Zstd {
 		return codingIdentity
 	}
 	q := acceptedCodings(values)
 	best, bestQ := codingIdentity, q.of(codingIdentity)
-	for _, c := range []string{codingGzip, codingZstd} { // later wins ties
-		if cq := q.of(c); cq > 0 && cq >= bestQ {
-			best, bestQ = c, cq
+	for _, coding := range []string{codingGzip, codingZstd} { // later wins ties
+		if coding == codingGzip && c.Size <= minGzipSize {
+			continue
+		}
+		if cq := q.of(coding); cq > 0 && cq >= bestQ {
+			best, bestQ = coding, cq
 		}
 	}
 	return best

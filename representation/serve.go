@@ -81,7 +81,7 @@ func NewServer(cd *codec.Codec, formBytes int64) *Server {
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, c Content) error {
 	h := w.Header()
 	addVary(h, "Accept-Encoding")
-	coding := chooseCoding(r.Header, c.Encoding == codec.Zstd)
+	coding := chooseCoding(r.Header, c)
 	validated := r.Method == http.MethodGet || r.Method == http.MethodHead
 	if !validated {
 		return s.send(w, r, c, coding, nil)

@@ -349,3 +349,18 @@ func TestFormsKept(t *testing.T) {
 		t.Errorf("no Key: %v, want its own decode (ErrCorrupt)", err)
 	}
 }
+
+// TestSmallPastesNotGzipped: a paste of 1 KiB or less goes to a gzip-only client as it is (a
+// transcode would save less than a TCP segment); a zstd client still gets the stored frame.
+func TestSmallPastesNotGzipped(t *testing.T) {
+	t.Parallel()
+	cd := newCodec(t)
+	small := bytes.Repeat([]byte("0123456789abcde\n"), 64) // 1 KiB
+	c := content(t, cd, small, true)
+	if a := serve(t, cd, c, http.MethodGet, "Accept-Encoding", "gzip"); a.header.Get("Content-Encoding") != "" || !bytes.Equal(a.body, small) {
+		t.Errorf("gzip client: Content-Encoding %q", a.header.Get("Content-Encoding"))
+	}
+	if a := serve(t, cd, c, http.MethodGet, "Accept-Encoding", "gzip, zstd"); a.header.Get("Content-Encoding") != "zstd" {
+		t.Errorf("zstd client: Content-Encoding %q", a.header.Get("Content-Encoding"))
+	}
+}
