@@ -125,6 +125,9 @@ func TestCompressionRoundTrips(t *testing.T) {
 				}
 			}
 		}
+		if page := e.get("/"+p.code, "Accept", "text/html"); page.StatusCode != http.StatusOK || !strings.Contains(page.text(), "handler1") {
+			t.Errorf("the page of a compressed paste, %d bytes: %d, without its text", size, page.StatusCode)
+		}
 		if len(tags) != 3 || tags[""] == tags["zstd"] || tags["zstd"] == tags["gzip"] || tags[""] == tags["gzip"] {
 			t.Errorf("ETags by coding %v: want three distinct", tags)
 		}
