@@ -18,16 +18,20 @@ import (
 
 // Paste is a cached paste: what a read needs, and the bytes when the paste is small.
 type Paste struct {
-	Code        string    `json:"code"`
-	ContentHash []byte    `json:"hash"`
-	BlobKey     string    `json:"key"`
-	Size        int64     `json:"size"`
-	Title       string    `json:"title,omitempty"`
-	Language    string    `json:"lang,omitempty"`
-	Filename    string    `json:"file,omitempty"`
-	CreatedAt   time.Time `json:"created"`
-	ExpiresAt   time.Time `json:"expires"` // zero: never
-	Content     []byte    `json:"-"`       // nil when the paste is too big to cache
+	Code        string `json:"code"`
+	ContentHash []byte `json:"hash"`
+	BlobKey     string `json:"key"`
+	Size        int64  `json:"size"` // of the original bytes
+	// Encoding is how Content (and the blob) is stored: "" the original bytes, "zstd" a frame of
+	// StoredSize bytes. The cache holds a paste as S3 does, compressed.
+	Encoding   string    `json:"enc,omitempty"`
+	StoredSize int64     `json:"stored,omitempty"`
+	Title      string    `json:"title,omitempty"`
+	Language   string    `json:"lang,omitempty"`
+	Filename   string    `json:"file,omitempty"`
+	CreatedAt  time.Time `json:"created"`
+	ExpiresAt  time.Time `json:"expires"` // zero: never
+	Content    []byte    `json:"-"`       // nil when the paste is too big to cache
 	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
 	// before it read the database. An entry from another incarnation is not trusted.
 	Server string `json:"srv"`
@@ -248,9 +252,15 @@ func (c *Cache) note(ctx context.Context, err error) error {
 	return err
 }
 
-// An entry is a version byte, the length of the JSON header, the header, then the content.
-// Version 1 entries, from before entries were stamped with their server, are misses.
-const entryVersion = 2
+// An entry is a version byte, the length of the JSON header, the header, then the content as
+// stored. Version 1 entries, from before entries were stamped with their server, are misses.
+// Version 2 entries, from before compression, hold the original bytes and read as such; version 3
+// says how its content is stored, which a version 2 reader, not knowing it, would serve as the
+// text: it finds an unknown format, a miss.
+const (
+	entryVersion         = 3
+	entryVersionIdentity = 2
+)
 
 // errOldEntry says an entry was written in an older format: a miss, not worth a log line.
 var errOldEntry = errors.New("entry of an older format")
@@ -269,9 +279,9 @@ func encode(p Paste) ([]byte, error) {
 
 func decode(raw []byte) (Paste, error) {
 	switch {
-	case len(raw) > 0 && raw[0] < entryVersion:
+	case len(raw) > 0 && raw[0] < entryVersionIdentity:
 		return Paste{}, errOldEntry
-	case len(raw) < 5 || raw[0] != entryVersion:
+	case len(raw) < 5 || raw[0] > entryVersion:
 		return Paste{}, errors.New("unknown entry format")
 	}
 	n := binary.BigEndian.Uint32(raw[1:5])
@@ -281,6 +291,9 @@ func decode(raw []byte) (Paste, error) {
 	var p Paste
 	if err := json.Unmarshal(raw[5:5+n], &p); err != nil {
 		return Paste{}, err
+	}
+	if raw[0] == entryVersionIdentity {
+		p.Encoding, p.StoredSize = "", p.Size // whatever the header says: it cannot know
 	}
 	if rest := raw[5+n:]; len(rest) > 0 {
 		p.Content = rest

@@ -114,3 +114,31 @@ func TestCallerGivingUpIsNoOutage(t *testing.T) {
 		t.Errorf("a request that gave up counted as a Redis outage (reachable %v): %s", c.Reachable(), logs.String())
 	}
 }
+
+// TestEntryFromBeforeCompression: an entry a replica wrote before compression existed (version 2,
+// the original bytes) is still a hit, read as the original bytes.
+func TestEntryFromBeforeCompression(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := cachetest.New(t, slog.New(slog.DiscardHandler))
+	rdb := cachetest.Client(t)
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(info, "run_id:")
+	runID, _, _ := strings.Cut(rest, "\r\n")
+	now := time.Now().UTC().Truncate(time.Second)
+	header := fmt.Sprintf(`{"code":"oldentry123","hash":"AQI=","key":"blobs/01/x","size":2,"created":%q,"expires":%q,"srv":%q}`,
+		now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), runID)
+	raw := append([]byte{2, 0, 0, 0, byte(len(header))}, header...)
+	raw = append(raw, "hi"...)
+	if err := rdb.Set(ctx, c.Key("oldentry123"), raw, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := c.Get(ctx, "oldentry123", now)
+	if l.Result != cache.Hit || string(l.Paste.Content) != "hi" || l.Paste.Encoding != "" || l.Paste.StoredSize != 2 {
+		t.Fatalf("Get: %v, content %q, encoding %q, stored %d; want a hit of the original bytes",
+			l.Result, l.Paste.Content, l.Paste.Encoding, l.Paste.StoredSize)
+	}
+}

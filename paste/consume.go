@@ -23,7 +23,8 @@ func NewConsumer(rd *Reader, rm *Remover) *Consumer { return &Consumer{reader: r
 // this view.
 type Consumed struct {
 	Paste   store.Paste
-	Content []byte
+	Content []byte // the original bytes
+	Stored  []byte // as the bucket held them (Paste.Encoding), to send a client that takes them so
 }
 
 // Consume takes a view of the paste code. A paste that gives its content to any read answers
@@ -36,20 +37,24 @@ func (c *Consumer) Consume(ctx context.Context, code string) (Consumed, error) {
 	if !f.Paste.BurnAfterRead {
 		return Consumed{Paste: f.Paste}, ErrNothingToConsume
 	}
-	data, err := c.burn(ctx, f.Paste)
-	return Consumed{Paste: f.Paste, Content: data}, err
+	return c.burn(ctx, f.Paste)
 }
 
-// burn reads a burn-after-reading paste and takes it. The bytes are fetched first, while the paste
-// still holds its content; then the one transaction that moves the paste to DELETED decides which
-// reader serves them. Every other reader gets a *store.GoneError.
-func (c *Consumer) burn(ctx context.Context, p store.Paste) ([]byte, error) {
-	data, err := c.reader.fetchAll(ctx, p)
+// burn reads a burn-after-reading paste and takes it. The bytes are fetched and decoded first,
+// while the paste still holds its content, so a blob that cannot be read leaves the paste for the
+// next reader; then the one transaction that moves the paste to DELETED decides which reader
+// serves them. Every other reader gets a *store.GoneError.
+func (c *Consumer) burn(ctx context.Context, p store.Paste) (Consumed, error) {
+	stored, err := c.reader.fetchAll(ctx, p)
 	if err != nil {
-		return nil, err
+		return Consumed{Paste: p}, err
+	}
+	data, err := c.reader.decode(stored, p)
+	if err != nil {
+		return Consumed{Paste: p}, err
 	}
 	if err := c.remover.burn(ctx, p.Code); err != nil {
-		return nil, err
+		return Consumed{Paste: p}, err
 	}
-	return data, nil
+	return Consumed{Paste: p, Content: data, Stored: stored}, nil
 }

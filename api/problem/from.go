@@ -11,6 +11,7 @@ import (
 
 	"pastebin/api/request"
 	"pastebin/paste"
+	"pastebin/representation"
 	"pastebin/store"
 )
 
@@ -56,6 +57,8 @@ func answer(err error) *Problem {
 		return BadExpiry.WithDetail(expiry.Detail)
 	case errors.As(err, &invalid):
 		return BadRequest.WithDetail(invalid.Detail)
+	case errors.Is(err, representation.ErrUnsatisfiable):
+		return RangeUnsatisfied.WithDetail("No range of the Range header lies within the paste; Content-Range gives its size.")
 	case errors.Is(err, paste.ErrKeyReused):
 		return KeyReused.WithDetail("This Idempotency-Key was already used for a different request.")
 	case errors.As(err, &unconfirmed):
