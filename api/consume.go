@@ -9,10 +9,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"pastebin/api/problem"
+	"pastebin/api/representation"
 	"pastebin/api/site"
 	"pastebin/api/web"
 	"pastebin/paste"
-	"pastebin/representation"
 	"pastebin/store"
 )
 

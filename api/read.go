@@ -17,11 +17,11 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"pastebin/api/problem"
+	"pastebin/api/representation"
 	"pastebin/api/site"
-	"pastebin/codec"
+	"pastebin/blob/codec"
 	"pastebin/paste"
 	"pastebin/redact"
-	"pastebin/representation"
 	"pastebin/store"
 )
 

@@ -16,14 +16,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"pastebin/api/admin"
+	"pastebin/api/representation"
 	"pastebin/api/request"
 	"pastebin/api/site"
 	"pastebin/api/web"
 	"pastebin/blob"
+	"pastebin/blob/codec"
 	"pastebin/cache"
-	"pastebin/codec"
 	"pastebin/paste"
-	"pastebin/representation"
 	"pastebin/store"
 )
 

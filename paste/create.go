@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"pastebin/blob"
-	"pastebin/codec"
+	"pastebin/blob/codec"
 	"pastebin/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pastebin/blob"
+	"pastebin/blob/codec"
 	"pastebin/cache"
-	"pastebin/codec"
 	"pastebin/redact"
 	"pastebin/store"
 )

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"time"
 
+	"pastebin/api/representation"
 	"pastebin/api/request"
 	"pastebin/paste"
-	"pastebin/representation"
 	"pastebin/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"pastebin/codec"
-	"pastebin/representation"
+	"pastebin/api/representation"
+	"pastebin/blob/codec"
 )
 
 var text = []byte(strings.Repeat("package main\n\nfunc main() { println(\"hello\") }\n", 100))

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"pastebin/codec"
+	"pastebin/blob/codec"
 )
 
 // Content codings an answer is sent in, as Content-Encoding names them; identity sends none.

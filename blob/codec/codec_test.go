@@ -12,7 +12,7 @@ import (
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"pastebin/codec"
+	"pastebin/blob/codec"
 )
 
 func newCodec(t testing.TB) *codec.Codec {

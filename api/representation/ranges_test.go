@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"pastebin/representation"
+	"pastebin/api/representation"
 )
 
 type rng = representation.Range

@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"pastebin/codec"
+	"pastebin/blob/codec"
 )
 
 // Content is a paste's bytes as stored, and what the answer's headers need to know of them.
