@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"pastebin/api/problem"
+	"pastebin/api/representation"
 	"pastebin/api/site"
 	"pastebin/api/web"
 	"pastebin/paste"
@@ -23,12 +25,16 @@ const (
 	pageButtonValue = "page"
 )
 
-// handlePasteConsume handles POST /{code} and POST /raw/{code}, the one way to read a paste that
-// burns after reading, and POST /{code}/burn, where pages from before kept their button. asPage
+// handlePasteConsume handles POST /{code} and POST /raw/{code}, the one way to read a paste with a
+// view limit (burn after reading is one view), and POST /{code}/burn, where pages from before kept
+// their button. asPage
 // tells the page's button from curl -X POST: the button gets the page showing the content, every
 // other POST exactly the bytes, whatever its Accept.
-func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consumer, refuse refuseFunc,
-	asPage func(http.ResponseWriter, *http.Request) bool) http.Handler {
+func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consumer, reps *representation.Server,
+	logger *slog.Logger, refuse refuseFunc, asPage func(http.ResponseWriter, *http.Request) bool) http.Handler {
+	serve := func(w http.ResponseWriter, r *http.Request, c paste.Consumed) {
+		serveConsumed(w, r, reps, c, func(err error) { answerServeError(w, r, st, logger, c.Paste, err) })
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code := chi.URLParam(r, "code")
 		if !store.ValidShortCode(code) { // /healthz and its like: no paste lives there to take
@@ -54,10 +60,10 @@ func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consume
 		case page:
 			if !pages.ShowConsumed(w, r, c) { // one the page cannot show (too large, not text) is downloaded
 				w.Header().Set("Content-Disposition", attachment(c.Paste))
-				serveConsumed(w, r, c)
+				serve(w, r, c)
 			}
 		default:
-			serveConsumed(w, r, c)
+			serve(w, r, c)
 		}
 	})
 }
@@ -77,16 +83,18 @@ func fromPageButton(w http.ResponseWriter, r *http.Request) bool {
 // paste's own URL took POSTs sends no field.
 func alwaysPage(http.ResponseWriter, *http.Request) bool { return true }
 
-// serveConsumed answers the bytes of a view a POST took: nobody can fetch them again through this
-// view, so no cache may keep them either.
-func serveConsumed(w http.ResponseWriter, r *http.Request, c paste.Consumed) {
+// serveConsumed answers the bytes of a view a POST took, in the coding Accept-Encoding takes, with
+// the views left, and hands what went wrong to answer: nobody can fetch them again through this
+// view, so no cache may keep them either, and no form of them is kept (the Content has no Key).
+func serveConsumed(w http.ResponseWriter, r *http.Request, reps *representation.Server, c paste.Consumed, answer func(error)) {
 	setRawHeaders(w.Header(), r, c.Paste)
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	h.Set("Paste-Views-Left", strconv.Itoa(c.Paste.ViewsLeft))
-	h.Del("ETag")
-	h.Set("Content-Length", strconv.Itoa(len(c.Content)))
-	_, _ = w.Write(c.Content)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Paste-Views-Left", strconv.Itoa(c.Paste.ViewsLeft))
+	sc, err := storedContent(c.Paste, c.Stored, nil)
+	if err == nil {
+		err = reps.Serve(w, r, sc)
+	}
+	answer(err)
 }
 
 // readWithPost is the answer to a GET or HEAD of a paste with a view limit: it says how to read

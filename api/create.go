@@ -16,49 +16,39 @@ import (
 // handlePasteCreateCurl handles POST / and PUT /{name}: raw or multipart bodies from curl.
 // The answer is the paste's URL and its delete token on two lines, or JSON if the client asks.
 func handlePasteCreateCurl(st *site.Site, creator *paste.Creator, maxBytes int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := limitBody(w, r, maxBytes, maxBytes+multipartOverhead); err != nil {
-			st.Error(w, r, err)
-			return
-		}
-		in, err := decodeCurlCreate(r, maxBytes)
-		if err != nil {
-			st.Error(w, r, err)
-			return
-		}
-		createAndAnswer(w, r, st, creator, in)
-	})
+	return handlePasteCreate(st, creator, maxBytes, maxBytes+multipartOverhead, decodeCurlCreate)
 }
 
-// handlePasteCreateJSON handles POST /api/v1/pastes.
+// handlePasteCreateJSON handles POST /api/v1/pastes. JSON escapes text, so the body may be bigger
+// than the paste it carries.
 func handlePasteCreateJSON(st *site.Site, creator *paste.Creator, maxBytes int64) http.Handler {
+	return handlePasteCreate(st, creator, maxBytes, 2*maxBytes+multipartOverhead, decodeJSONCreate)
+}
+
+// handlePasteCreate creates the paste that decode reads from a body of at most bodyBytes, whose
+// content may hold at most maxBytes.
+func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyBytes int64,
+	decode func(*http.Request, int64) (paste.Input, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// JSON escapes text, so the body may be bigger than the paste it carries.
-		if err := limitBody(w, r, maxBytes, 2*maxBytes+multipartOverhead); err != nil {
+		if err := limitBody(w, r, maxBytes, bodyBytes); err != nil {
 			st.Error(w, r, err)
 			return
 		}
-		in, err := decodeJSONCreate(r, maxBytes)
+		in, err := decode(r, maxBytes)
+		var idem paste.IdempotencyKey
+		if err == nil {
+			idem, err = readIdempotencyKey(r)
+		}
+		var c paste.Created
+		if err == nil {
+			c, err = creator.Create(r.Context(), in, idem)
+		}
 		if err != nil {
 			st.Error(w, r, err)
 			return
 		}
-		createAndAnswer(w, r, st, creator, in)
+		writeCreated(w, r, st.URLs(r, c.Paste.Code), c)
 	})
-}
-
-func createAndAnswer(w http.ResponseWriter, r *http.Request, st *site.Site, creator *paste.Creator, in paste.Input) {
-	idem, err := readIdempotencyKey(r)
-	if err != nil {
-		st.Error(w, r, err)
-		return
-	}
-	c, err := creator.Create(r.Context(), in, idem)
-	if err != nil {
-		st.Error(w, r, err)
-		return
-	}
-	writeCreated(w, r, st.URLs(r, c.Paste.Code), c)
 }
 
 // writeCreated answers a create: 201, the page URL in Location, the token in a header, and a body in

@@ -124,7 +124,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	cfg := api.Config{
 		MaxPasteBytes: 1 << 20,
 		Expiry:        paste.ExpiryPolicy{Default: 24 * time.Hour, Max: 30 * 24 * time.Hour},
-		CacheTTL:      time.Hour, CacheMaxBytes: 64 << 10, RenderCacheBytes: 32 << 20,
+		CacheTTL:      time.Hour, CacheMaxBytes: 64 << 10, RenderCacheBytes: 32 << 20, DecodedCacheBytes: 32 << 20,
 		OpenAPISpec: []byte("openapi: 3.1.0\n"),
 	}
 	for _, o := range opts {

@@ -2,13 +2,13 @@ package api
 
 import (
 	"cmp"
-	"encoding/hex"
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -17,7 +17,9 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"pastebin/api/problem"
+	"pastebin/api/representation"
 	"pastebin/api/site"
+	"pastebin/blob/codec"
 	"pastebin/paste"
 	"pastebin/redact"
 	"pastebin/store"
@@ -60,7 +62,7 @@ func newPasteJSON(p store.Paste, u site.PasteURLs) pasteJSON {
 	return j
 }
 
-// handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never burns a paste.
+// handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never takes a view.
 func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
@@ -74,53 +76,11 @@ func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 }
 
 // handlePasteText handles GET and HEAD (middleware.GetHead) of /raw/{code}, and of /{code} for
-// clients that do not ask for HTML. A HEAD is answered without reading S3.
-func handlePasteText(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.Handler {
-	get, head := handlePasteRaw(st, rd, logger), handlePasteHead(st, rd)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodHead {
-			head.ServeHTTP(w, r)
-			return
-		}
-		get.ServeHTTP(w, r)
-	})
-}
-
-// handlePasteRaw handles GET /raw/{code}, and GET /{code} for clients that do not ask for HTML:
-// the bytes, always as plain text that no browser will run. A paste that burns after reading is
+// clients that do not ask for HTML: the bytes, always as plain text that no browser will run (an
+// encrypted paste's as bytes), in the coding Accept-Encoding takes, or the Range asked for
+// (representation.Server). A HEAD is answered without reading S3. A paste with a view limit is
 // never read by a GET (handlePasteConsume).
-func handlePasteRaw(st *site.Site, rd *paste.Reader, logger *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
-		if err != nil {
-			st.Error(w, r, err)
-			return
-		}
-		if f.Paste.ViewLimited() {
-			st.Error(w, r, readWithPost(f.Paste, st.URLs(r, f.Paste.Code)))
-			return
-		}
-		setRawHeaders(w.Header(), r, f.Paste)
-		if etagMatches(r, f.Paste) {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		body, err := rd.Body(r.Context(), f)
-		if err != nil {
-			st.Error(w, r, err)
-			return
-		}
-		defer body.Close()
-		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
-		if _, err := io.Copy(w, body); err != nil {
-			logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(f.Paste.Code), "err", err)
-		}
-	})
-}
-
-// handlePasteHead handles HEAD of the raw text: the headers handlePasteRaw would answer, found
-// without reading S3.
-func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
+func handlePasteText(st *site.Site, rd *paste.Reader, reps *representation.Server, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
 		if err == nil && f.Paste.ViewLimited() {
@@ -131,13 +91,38 @@ func handlePasteHead(st *site.Site, rd *paste.Reader) http.Handler {
 			return
 		}
 		setRawHeaders(w.Header(), r, f.Paste)
-		if etagMatches(r, f.Paste) {
-			w.WriteHeader(http.StatusNotModified)
-			return
+		c, err := storedContent(f.Paste, f.StoredBytes(), func(ctx context.Context) (io.ReadCloser, error) {
+			return rd.Stored(ctx, f)
+		})
+		c.Key = f.Paste.Code + " " + f.Paste.BlobKey // the forms kept are this paste's alone
+		if err == nil {
+			err = reps.Serve(w, r, c)
 		}
-		w.Header().Set("Content-Length", strconv.FormatInt(f.Paste.Size, 10))
-		w.WriteHeader(http.StatusOK)
+		answerServeError(w, r, st, logger, f.Paste, err)
 	})
+}
+
+// storedContent is p's bytes as stored, for representation.Server: stored when they are in
+// memory, else open fetches them.
+func storedContent(p store.Paste, stored []byte, open func(context.Context) (io.ReadCloser, error)) (representation.Content, error) {
+	enc, err := codec.ParseEncoding(p.Encoding)
+	return representation.Content{
+		Hash: p.ContentHash, Size: p.Size, Encoding: enc, StoredSize: p.StoredSize, BlobKey: p.BlobKey,
+		Stored: stored, Open: open,
+	}, err
+}
+
+// answerServeError answers what representation.Server.Serve returned: nothing on success; a log
+// line once the body was under way; else the error.
+func answerServeError(w http.ResponseWriter, r *http.Request, st *site.Site, logger *slog.Logger, p store.Paste, err error) {
+	var cut *representation.CutShort
+	switch {
+	case err == nil:
+	case errors.As(err, &cut):
+		logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(p.Code), "err", err)
+	default:
+		st.Error(w, r, err)
+	}
 }
 
 // setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they
@@ -151,7 +136,6 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("X-Robots-Tag", "noindex") // a public link is not an invitation to put the text in a search index
-	h.Set("ETag", etag(p))
 	// Revalidate on every use: a deleted paste must not live on in a browser cache (invariant 5).
 	h.Set("Cache-Control", "no-cache")
 	setExpiresHeader(h, p.ExpiresAt)
@@ -196,22 +180,4 @@ func asciiFilename(name, stem string) string {
 		return stem + ext
 	}
 	return ascii
-}
-
-// etag is the paste's content hash: the same bytes, the same tag.
-func etag(p store.Paste) string { return `"` + hex.EncodeToString(p.ContentHash) + `"` }
-
-func etagMatches(r *http.Request, p store.Paste) bool {
-	inm := r.Header.Get("If-None-Match")
-	if inm == "" {
-		return false
-	}
-	tag := etag(p)
-	for _, t := range strings.Split(inm, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == tag || t == "*" {
-			return true
-		}
-	}
-	return false
 }

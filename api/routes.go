@@ -67,14 +67,14 @@ func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refus
 	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(s.site, s.creator, cfg.MaxPasteBytes))
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(s.site, s.reader))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(s.site, s.deleter))
-	text := handlePasteText(s.site, s.reader, logger)
-	consume := handlePasteConsume(s.site, s.pages, s.consumer, refuse, fromPageButton)
+	text := handlePasteText(s.site, s.reader, s.reps, logger)
+	consume := handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, fromPageButton)
 	r.Method(http.MethodGet, "/raw/{code}", text)
 	r.Method(http.MethodPost, "/raw/{code}", consume)
 	r.Method(http.MethodGet, "/{code}", byAccept(web.HandlePaste(s.pages, s.reader), text))
 	r.Method(http.MethodPost, "/{code}", consume)
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(s.site, s.deleter))
-	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, refuse, alwaysPage))
+	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, alwaysPage))
 	r.Method(http.MethodPost, "/{code}/delete", web.HandleDelete(s.site, s.deleter))
 }
 

@@ -16,10 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"pastebin/api/admin"
+	"pastebin/api/representation"
 	"pastebin/api/request"
 	"pastebin/api/site"
 	"pastebin/api/web"
 	"pastebin/blob"
+	"pastebin/blob/codec"
 	"pastebin/cache"
 	"pastebin/paste"
 	"pastebin/store"
@@ -54,6 +56,11 @@ type Config struct {
 	RenderCacheBytes     int64             // paste pages' rendered content kept in memory; 0: none
 	MaxConcurrentRenders int               // paste contents rendered at once; 0: half the processors, at least one
 	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
+	// Uncompressed stores new content as it is; else compressed when that makes it smaller.
+	Uncompressed bool
+	// DecodedCacheBytes is memory for the original bytes and gzip of compressed pastes, made for
+	// clients that take no zstd, in this process; 0: none.
+	DecodedCacheBytes int64
 	// MaxHeaderBytes bounds a request's line and headers; larger answers 431. 0: no bound here.
 	// The http.Server's own MaxHeaderBytes should be well above it, since net/http answers its 431
 	// as plain text.
@@ -90,7 +97,8 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	}
 	deps.Logger = slog.New(request.LogHandler(deps.Logger.Handler())) // every line of a request names it
 	st := site.New(cfg.BaseURL, deps.Logger, web.Assets(), admin.Assets())
-	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache,
+	cd := codec.New()
+	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache, cd,
 		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
 	lim := newLimits(cfg, deps)
@@ -100,8 +108,10 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
 			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
-		creator: paste.NewCreator(deps.Store, deps.Bucket,
-			paste.CreateConfig{Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming}, deps.Now, deps.Logger),
+		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
+			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed,
+		}, deps.Now, deps.Logger),
+		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
 		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
 		limits:  lim, auth: auth,
@@ -116,6 +126,7 @@ type server struct {
 	console  *admin.Console
 	creator  *paste.Creator
 	reader   *paste.Reader
+	reps     *representation.Server // the codings and ranges the bytes are sent in
 	consumer *paste.Consumer
 	remover  *paste.Remover
 	deleter  *limitedDelete

@@ -18,17 +18,22 @@ import (
 
 // Paste is a cached paste: what a read needs, and the bytes when the paste is small.
 type Paste struct {
-	Code        string    `json:"code"`
-	ContentHash []byte    `json:"hash"`
-	BlobKey     string    `json:"key"`
-	Size        int64     `json:"size"`
-	Title       string    `json:"title,omitempty"`
-	Language    string    `json:"lang,omitempty"`
-	Filename    string    `json:"file,omitempty"`
-	Encryption  string    `json:"enc,omitempty"` // an encrypted paste's format: Content is its ciphertext
-	CreatedAt   time.Time `json:"created"`
-	ExpiresAt   time.Time `json:"expires"` // zero: never
-	Content     []byte    `json:"-"`       // nil when the paste is too big to cache
+	Code        string `json:"code"`
+	ContentHash []byte `json:"hash"`
+	BlobKey     string `json:"key"`
+	Size        int64  `json:"size"` // of the original bytes
+	// Encoding is how Content (and the blob) is stored: "" the original bytes, "zstd" a frame of
+	// StoredSize bytes. The cache holds a paste as S3 does, compressed.
+	Encoding   string `json:"enc,omitempty"`
+	StoredSize int64  `json:"stored,omitempty"`
+	Title      string `json:"title,omitempty"`
+	Language   string `json:"lang,omitempty"`
+	Filename   string `json:"file,omitempty"`
+	// Encryption is an end-to-end encrypted paste's format: its content is ciphertext.
+	Encryption string    `json:"e2e,omitempty"`
+	CreatedAt  time.Time `json:"created"`
+	ExpiresAt  time.Time `json:"expires"` // zero: never
+	Content    []byte    `json:"-"`       // nil when the paste is too big to cache
 	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
 	// before it read the database. An entry from another incarnation is not trusted.
 	Server string `json:"srv"`
@@ -249,10 +254,12 @@ func (c *Cache) note(ctx context.Context, err error) error {
 	return err
 }
 
-// An entry is a version byte, the length of the JSON header, the header, then the content.
-// Older entries are misses: version 1 from before entries were stamped with their server, version
-// 2 from before encrypted pastes, whose entries would read as plain text without their format.
-const entryVersion = 3
+// An entry is a version byte, the length of the JSON header, the header, then the content as
+// stored. Entries from before version 4 are misses: version 1 from before entries were stamped with
+// their server, 2 from before compression (its content the original bytes), 3 from before encrypted
+// pastes, whose entry would read as plain text without its format. A reader of an older version
+// finds version 4 an unknown format, a miss.
+const entryVersion = 4
 
 // errOldEntry says an entry was written in an older format: a miss, not worth a log line.
 var errOldEntry = errors.New("entry of an older format")

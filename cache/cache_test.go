@@ -114,3 +114,32 @@ func TestCallerGivingUpIsNoOutage(t *testing.T) {
 		t.Errorf("a request that gave up counted as a Redis outage (reachable %v): %s", c.Reachable(), logs.String())
 	}
 }
+
+// TestEntryFromBeforeEncryption: an entry a replica wrote before encrypted pastes existed (version
+// 2, before compression, or 3) is a miss: the paste may be an encrypted one, whose entry would say
+// nothing of its format, and its readers would take the ciphertext for the text.
+func TestEntryFromBeforeEncryption(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := cachetest.New(t, slog.New(slog.DiscardHandler))
+	rdb := cachetest.Client(t)
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(info, "run_id:")
+	runID, _, _ := strings.Cut(rest, "\r\n")
+	now := time.Now().UTC().Truncate(time.Second)
+	header := fmt.Sprintf(`{"code":"oldentry123","hash":"AQI=","key":"blobs/01/x","size":2,"created":%q,"expires":%q,"srv":%q}`,
+		now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), runID)
+	for _, version := range []byte{2, 3} {
+		raw := append([]byte{version, 0, 0, 0, byte(len(header))}, header...)
+		raw = append(raw, "hi"...)
+		if err := rdb.Set(ctx, c.Key("oldentry123"), raw, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if l := c.Get(ctx, "oldentry123", now); l.Result != cache.Miss {
+			t.Errorf("Get of a version %d entry: %v, want a miss", version, l.Result)
+		}
+	}
+}

@@ -8,9 +8,8 @@ import (
 
 // Consumer runs the reads that take a view of a paste (docs/design.md, "Delete, burn and view").
 // Only a POST consumes: link previews, mail scanners and prefetchers send GETs on their own, and a
-// GET must not take what a person was sent. Burn after reading is one view, so the view a burn
-// paste gives is its last; a paste with a view limit would take one of its views here, the last
-// one tombstoning it as a burn does.
+// GET must not take what a person was sent. Each consuming read takes one of a paste's views; the
+// one that takes the last tombstones the paste. Burn after reading is a limit of one view.
 type Consumer struct {
 	reader  *Reader
 	remover *Remover
@@ -23,7 +22,8 @@ func NewConsumer(rd *Reader, rm *Remover) *Consumer { return &Consumer{reader: r
 // this view.
 type Consumed struct {
 	Paste   store.Paste
-	Content []byte
+	Content []byte // the original bytes
+	Stored  []byte // as the bucket held them (Paste.Encoding), to send a client that takes them so
 }
 
 // Consume takes a view of the paste code. A paste that gives its content to any read answers
@@ -50,16 +50,27 @@ func (c *Consumer) consume(ctx context.Context, code string, forPage bool) (Cons
 	case forPage && f.Paste.Encryption != "":
 		return Consumed{Paste: f.Paste}, ErrEncrypted
 	}
-	// The bytes are fetched first, while the paste still holds its content: the view that takes
-	// the last one releases it, and the blob could go before anyone read it.
-	data, err := c.reader.fetchAll(ctx, f.Paste)
+	return c.takeView(ctx, f.Paste)
+}
+
+// takeView reads a view-limited paste and takes one of its views. The bytes are fetched and
+// decoded first, while the paste still holds its content, so a blob that cannot be read leaves the
+// view for the next reader (and the view that takes the last one releases the content, whose blob
+// could otherwise go before anyone read it); then the one transaction that takes the view decides
+// whether this reader serves them. A reader that finds no view left gets a *store.GoneError.
+func (c *Consumer) takeView(ctx context.Context, p store.Paste) (Consumed, error) {
+	stored, err := c.reader.fetchAll(ctx, p)
 	if err != nil {
-		return Consumed{}, err
+		return Consumed{Paste: p}, err
 	}
-	view, err := c.remover.takeView(ctx, code)
+	data, err := c.reader.decode(stored, p)
 	if err != nil {
-		return Consumed{}, err
+		return Consumed{Paste: p}, err
 	}
-	f.Paste.ViewsLeft = view.ViewsLeft
-	return Consumed{Paste: f.Paste, Content: data}, nil
+	view, err := c.remover.takeView(ctx, p.Code)
+	if err != nil {
+		return Consumed{Paste: p}, err
+	}
+	p.ViewsLeft = view.ViewsLeft
+	return Consumed{Paste: p, Content: data, Stored: stored}, nil
 }

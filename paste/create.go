@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pastebin/blob"
+	"pastebin/blob/codec"
 	"pastebin/store"
 )
 
@@ -43,21 +44,26 @@ const TokenLength = 43
 type CreateConfig struct {
 	Expiry      ExpiryPolicy
 	DedupTiming DedupTiming // how a create of stored content hides that it was; "": DedupPad
+	// Uncompressed stores new content as it is; else it is stored compressed when that makes it
+	// smaller (docs/design.md, "Compression at rest"). Reads serve either, whatever it says.
+	Uncompressed bool
 }
 
 // Creator runs the create flow (docs/design.md, "Create").
 type Creator struct {
 	store       *store.Store
 	bucket      *blob.Bucket
+	codec       *codec.Codec
 	cfg         CreateConfig
 	now         func() time.Time
 	logger      *slog.Logger
 	uploadTimes *uploadTimes // the latest uploads' durations, which a create of stored content waits as
 }
 
-// NewCreator returns the create flow over s and b; now is the clock expiries count from.
-func NewCreator(s *store.Store, b *blob.Bucket, cfg CreateConfig, now func() time.Time, logger *slog.Logger) *Creator {
-	return &Creator{store: s, bucket: b, cfg: cfg, now: now, logger: logger, uploadTimes: newUploadTimes()}
+// NewCreator returns the create flow over s and b, compressing with cd; now is the clock expiries
+// count from.
+func NewCreator(s *store.Store, b *blob.Bucket, cd *codec.Codec, cfg CreateConfig, now func() time.Time, logger *slog.Logger) *Creator {
+	return &Creator{store: s, bucket: b, codec: cd, cfg: cfg, now: now, logger: logger, uploadTimes: newUploadTimes()}
 }
 
 // Create stores a paste: the dedup fast path first, with no upload at all; otherwise an upload to a
@@ -117,7 +123,12 @@ func (c *Creator) createWithUpload(ctx context.Context, np store.NewPaste, conte
 	if err != nil {
 		return store.Paste{}, err
 	}
-	if err := c.bucket.Put(ctx, key, content); err != nil {
+	stored, enc := content, codec.Identity
+	if !c.cfg.Uncompressed {
+		stored, enc = c.codec.Compress(content)
+	}
+	np.Encoding, np.StoredSize = string(enc), int64(len(stored))
+	if err := c.bucket.Put(ctx, key, stored); err != nil {
 		return store.Paste{}, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
 	}
 	p, err := c.store.CreatePasteWithBlob(ctx, np, key)

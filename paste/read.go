@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"pastebin/blob"
+	"pastebin/blob/codec"
 	"pastebin/cache"
 	"pastebin/redact"
 	"pastebin/store"
@@ -28,23 +29,27 @@ type Reader struct {
 	store   *store.Store
 	bucket  *blob.Bucket
 	cache   *cache.Cache
+	codec   *codec.Codec
 	cfg     ReadConfig
 	now     func() time.Time
 	lookups cacheLookups
 }
 
-// NewReader returns the read flow over s, b and c, counting its cache lookups in reg; now is the
-// clock cached entries' expiries are judged by.
-func NewReader(s *store.Store, b *blob.Bucket, c *cache.Cache, cfg ReadConfig, now func() time.Time, reg prometheus.Registerer) *Reader {
-	return &Reader{store: s, bucket: b, cache: c, cfg: cfg, now: now, lookups: newCacheLookups(reg)}
+// NewReader returns the read flow over s, b and c, decoding with cd, counting its cache lookups in
+// reg; now is the clock cached entries' expiries are judged by.
+func NewReader(s *store.Store, b *blob.Bucket, c *cache.Cache, cd *codec.Codec, cfg ReadConfig, now func() time.Time, reg prometheus.Registerer) *Reader {
+	return &Reader{store: s, bucket: b, cache: c, codec: cd, cfg: cfg, now: now, lookups: newCacheLookups(reg)}
 }
 
-// Found is a live paste a read located, with its bytes when the cache had them.
+// Found is a live paste a read located, with its stored bytes when the cache had them.
 type Found struct {
-	Paste   store.Paste
-	content []byte
-	lookup  cache.Lookup // what the cache answered; a Miss lets Body fill it
+	Paste  store.Paste
+	stored []byte
+	lookup cache.Lookup // what the cache answered; a Miss lets Stored fill it
 }
+
+// StoredBytes are the paste's bytes as stored (Paste.Encoding) when the cache had them, else nil.
+func (f Found) StoredBytes() []byte { return f.stored }
 
 // Find locates a live paste: Redis first, then PostgreSQL, whose status and expiry decide
 // store.ErrNotFound or a *store.GoneError. It never touches S3 and never takes a view.
@@ -58,17 +63,45 @@ func (rd *Reader) Find(ctx context.Context, code string) (Found, error) {
 	case cache.Gone:
 		return Found{}, &store.GoneError{Reason: l.Reason}
 	case cache.Hit:
-		return Found{Paste: fromCache(l.Paste), content: l.Paste.Content, lookup: l}, nil
+		return Found{Paste: fromCache(l.Paste), stored: l.Paste.Content, lookup: l}, nil
 	}
 	p, err := rd.store.Paste(ctx, code)
 	return Found{Paste: p, lookup: l}, err
 }
 
-// Body returns the bytes of a paste without a view limit, filling the cache on the way:
-// with the bytes for small pastes, with the metadata alone for big ones, which are streamed.
+// Body returns the original bytes of a paste without a view limit, decoding its blob as they are
+// read (Stored).
 func (rd *Reader) Body(ctx context.Context, f Found) (io.ReadCloser, error) {
-	if f.content != nil {
-		return io.NopCloser(bytes.NewReader(f.content)), nil
+	enc, err := codec.ParseEncoding(f.Paste.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := rd.Stored(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	body, err := rd.codec.NewReader(stored, enc, f.Paste.Size)
+	if err != nil {
+		stored.Close()
+		return nil, err
+	}
+	return decoded{body, stored}, nil
+}
+
+// decoded reads a blob's original bytes and closes the decoder, then the blob.
+type decoded struct {
+	io.ReadCloser           // the decoder
+	blob          io.Closer //
+}
+
+func (d decoded) Close() error { return errors.Join(d.ReadCloser.Close(), d.blob.Close()) }
+
+// Stored returns the bytes of a paste without a view limit as they are stored
+// (Paste.Encoding), filling the cache on the way: with the bytes for small pastes, with the
+// metadata alone for big ones, which are streamed. The cache holds them as S3 does.
+func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
+	if f.stored != nil {
+		return io.NopCloser(bytes.NewReader(f.stored)), nil
 	}
 	if f.Paste.Size > rd.cfg.CacheMaxBytes {
 		rd.cache.Put(ctx, f.lookup, toCache(f.Paste, nil), rd.cfg.CacheTTL, rd.now())
@@ -117,17 +150,17 @@ func (rd *Reader) missingBlob(ctx context.Context, p store.Paste) error {
 
 func toCache(p store.Paste, content []byte) cache.Paste {
 	return cache.Paste{
-		Code: p.Code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size, Title: p.Title,
-		Language: p.Language, Filename: p.Filename, Encryption: p.Encryption, CreatedAt: p.CreatedAt,
-		ExpiresAt: p.ExpiresAt, Content: content,
+		Code: p.Code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size, Encoding: p.Encoding,
+		StoredSize: p.StoredSize, Title: p.Title, Language: p.Language, Filename: p.Filename,
+		Encryption: p.Encryption, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Content: content,
 	}
 }
 
 func fromCache(c cache.Paste) store.Paste {
 	return store.Paste{
-		Code: c.Code, ContentHash: c.ContentHash, BlobKey: c.BlobKey, Size: c.Size, Title: c.Title,
-		Language: c.Language, Filename: c.Filename, Encryption: c.Encryption, CreatedAt: c.CreatedAt,
-		ExpiresAt: c.ExpiresAt,
+		Code: c.Code, ContentHash: c.ContentHash, BlobKey: c.BlobKey, Size: c.Size, Encoding: c.Encoding,
+		StoredSize: c.StoredSize, Title: c.Title, Language: c.Language, Filename: c.Filename,
+		Encryption: c.Encryption, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
 	}
 }
 
@@ -156,4 +189,13 @@ func (c cacheLookups) record(res cache.Result) {
 	default:
 		c.byResult.WithLabelValues("miss").Inc()
 	}
+}
+
+// decode returns the original bytes of p's whole stored blob.
+func (rd *Reader) decode(stored []byte, p store.Paste) ([]byte, error) {
+	enc, err := codec.ParseEncoding(p.Encoding)
+	if err != nil {
+		return nil, err
+	}
+	return rd.codec.Decode(stored, enc, p.Size)
 }

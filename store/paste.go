@@ -27,15 +27,19 @@ const (
 	ReasonExpired = "expired"
 )
 
-// Paste is a live paste as readers see it, with where its bytes are.
+// Paste is a live paste as readers see it, with where its bytes are and how they are stored.
 type Paste struct {
 	Code        string
 	ContentHash []byte
 	BlobKey     string
-	Size        int64
-	Title       string
-	Language    string
-	Filename    string
+	Size        int64 // of the original bytes
+	// Encoding is how the blob is stored: "" the original bytes, "zstd" a zstd frame of StoredSize
+	// bytes. The codec package reads it.
+	Encoding   string
+	StoredSize int64
+	Title      string
+	Language   string
+	Filename   string
 	// MaxViews is the paste's view limit, 0 for none, and ViewsLeft how many of them are left: a
 	// paste with a limit is read only by a POST, which takes one (ConsumeView).
 	MaxViews  int
@@ -55,8 +59,12 @@ func (p Paste) BurnAfterRead() bool { return p.MaxViews == 1 }
 
 // NewPaste is what a creator asks for. The short code is chosen by the store.
 type NewPaste struct {
-	ContentHash    []byte
-	Size           int64
+	ContentHash []byte
+	Size        int64 // of the original bytes
+	// Encoding and StoredSize say how an upload (CreatePasteWithBlob) is stored: "" and Size for
+	// the original bytes, "zstd" and the frame's size for a compressed blob.
+	Encoding       string
+	StoredSize     int64
 	OwnerTokenHash []byte
 	Title          string
 	Language       string
@@ -85,40 +93,57 @@ func HashToken(token string) []byte {
 // transaction takes another reference to it and inserts the paste, with no upload at all.
 // It answers ErrNoContent when the content is not stored yet.
 func (s *Store) CreatePasteShared(ctx context.Context, p NewPaste) (Paste, error) {
-	return s.createPaste(ctx, p, func(tx pgx.Tx) (string, error) {
-		var key string
+	return s.createPaste(ctx, p, func(tx pgx.Tx) (storedBlob, error) {
+		var b storedBlob
 		err := tx.QueryRow(ctx,
-			`UPDATE content SET ref_count = ref_count + 1 WHERE content_hash = $1 RETURNING blob_key`,
-			p.ContentHash).Scan(&key)
+			`UPDATE content SET ref_count = ref_count + 1 WHERE content_hash = $1 RETURNING `+storedBlobColumns,
+			p.ContentHash).Scan(&b.key, &b.encoding, &b.size)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return "", ErrNoContent
+			return b, ErrNoContent
 		}
-		return key, err
+		return b, err
 	})
 }
+
+// storedBlob is where and how a content's bytes are stored, read by storedBlobColumns.
+type storedBlob struct {
+	key      string
+	encoding string
+	size     int64
+}
+
+// storedBlobColumns read a content row's storedBlob: a NULL encoding is the original bytes,
+// as every blob stored before compression is, and then the stored size is the original's.
+const storedBlobColumns = `blob_key, coalesce(encoding, ''), coalesce(stored_bytes, size_bytes)`
 
 // CreatePasteWithBlob creates p on content just uploaded under the fresh key blobKey. If a concurrent
 // creator stored the same content first, its row wins and blobKey goes to the deletion outbox in the
 // same transaction, so the duplicate upload cannot leak.
 func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey string) (Paste, error) {
-	return s.createPaste(ctx, p, func(tx pgx.Tx) (string, error) {
-		var key string
+	var encoding *string // NULL: the original bytes
+	if p.Encoding != "" {
+		encoding = &p.Encoding
+	}
+	return s.createPaste(ctx, p, func(tx pgx.Tx) (storedBlob, error) {
+		var b storedBlob
 		err := tx.QueryRow(ctx, `
-			INSERT INTO content (content_hash, blob_key, size_bytes, ref_count) VALUES ($1, $2, $3, 1)
+			INSERT INTO content (content_hash, blob_key, size_bytes, encoding, stored_bytes, ref_count)
+			VALUES ($1, $2, $3, $4, CASE WHEN $4::text IS NOT NULL THEN $5::bigint END, 1)
 			ON CONFLICT (content_hash) DO UPDATE SET ref_count = content.ref_count + 1
-			RETURNING blob_key`, p.ContentHash, blobKey, p.Size).Scan(&key)
-		if err != nil || key == blobKey {
-			return key, err
+			RETURNING `+storedBlobColumns, p.ContentHash, blobKey, p.Size, encoding, p.StoredSize,
+		).Scan(&b.key, &b.encoding, &b.size)
+		if err != nil || b.key == blobKey {
+			return b, err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO blob_deletions (blob_key) VALUES ($1) ON CONFLICT DO NOTHING`, blobKey)
-		return key, err
+		return b, err
 	})
 }
 
 // createPaste runs takeContent and the paste insert in one transaction, so a reference is counted
 // exactly when the paste that holds it exists. Blocked content is refused first (ErrBlocked), so
 // such a create writes nothing.
-func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (string, error)) (Paste, error) {
+func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (storedBlob, error)) (Paste, error) {
 	created := Paste{
 		ContentHash: p.ContentHash, Size: p.Size, Title: p.Title, Language: p.Language,
 		Filename: p.Filename, MaxViews: p.MaxViews, ViewsLeft: p.MaxViews, Encryption: p.Encryption,
@@ -128,11 +153,11 @@ func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pg
 		if err := guardBlocked(ctx, tx, p.ContentHash); err != nil {
 			return err
 		}
-		key, err := takeContent(tx)
+		b, err := takeContent(tx)
 		if err != nil {
 			return err
 		}
-		created.BlobKey = key
+		created.BlobKey, created.Encoding, created.StoredSize = b.key, b.encoding, b.size
 		created.Code, created.CreatedAt, err = insertPaste(ctx, tx, p)
 		if err != nil {
 			return err
@@ -232,12 +257,14 @@ func (s *Store) Paste(ctx context.Context, code string) (Paste, error) {
 	)
 	err := s.pool.QueryRow(ctx, `
 		SELECT p.short_code, p.status, p.deleted_reason, coalesce(p.expires_at <= now(), false),
-		       p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), p.title, p.language,
+		       p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), coalesce(c.encoding, ''),
+		       coalesce(c.stored_bytes, c.size_bytes, 0), p.title, p.language,
 		       p.filename, `+viewsColumns+`, coalesce(p.encryption, ''), p.created_at, p.expires_at
 		FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
 		WHERE p.short_code = $1`, code,
-	).Scan(&p.Code, &status, &reasonPtr, &expired, &p.ContentHash, &p.BlobKey, &p.Size, &p.Title,
-		&p.Language, &p.Filename, &p.MaxViews, &p.ViewsLeft, &p.Encryption, &p.CreatedAt, &expires)
+	).Scan(&p.Code, &status, &reasonPtr, &expired, &p.ContentHash, &p.BlobKey, &p.Size, &p.Encoding,
+		&p.StoredSize, &p.Title, &p.Language, &p.Filename, &p.MaxViews, &p.ViewsLeft, &p.Encryption,
+		&p.CreatedAt, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Paste{}, ErrNotFound
 	}

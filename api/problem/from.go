@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"pastebin/api/representation"
 	"pastebin/api/request"
 	"pastebin/paste"
 	"pastebin/store"
@@ -18,10 +19,34 @@ import (
 // Errors it does not know are internal: logged once here with the route, shown to the client as
 // "internal error" and nothing more.
 func From(r *http.Request, logger *slog.Logger, err error) *Problem {
+	if p := answer(err); p != nil {
+		return p
+	}
+	var cut *BodyError
+	switch {
+	case errors.As(err, &cut):
+		logger.WarnContext(r.Context(), "request body cut short", "route", request.RoutePattern(r), "err", cut.Err)
+		if cut.Timeout() {
+			return BodyTimeout.WithDetail("The request body did not arrive in time; nothing was saved.")
+		}
+		return BodyIncomplete.WithDetail("The request body ended before it was complete; nothing was saved.")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		logger.WarnContext(r.Context(), "client went away", "route", request.RoutePattern(r), "err", err)
+		return ClientGone.WithDetail("The connection closed before the answer.")
+	case errors.Is(err, paste.ErrBlobUnavailable):
+		logger.WarnContext(r.Context(), "blob store unavailable", "route", request.RoutePattern(r), "err", err)
+		return Storage.WithDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
+	}
+	logger.ErrorContext(r.Context(), "internal error", "route", request.RoutePattern(r), "method", request.MethodLabel(r), "err", err)
+	return Internal.WithDetail("internal error")
+}
+
+// answer is the problem of an error that is an answer in itself, worth no log line: the client's
+// request, or the state of the paste it asked about. Nil for any other error.
+func answer(err error) *Problem {
 	var p *Problem
 	var tooBig *http.MaxBytesError
 	var gone *store.GoneError
-	var cut *BodyError
 	var expiry *paste.ExpiryError
 	var invalid *paste.InvalidError
 	var unconfirmed *paste.UnconfirmedError
@@ -32,6 +57,8 @@ func From(r *http.Request, logger *slog.Logger, err error) *Problem {
 		return BadExpiry.WithDetail(expiry.Detail)
 	case errors.As(err, &invalid):
 		return BadRequest.WithDetail(invalid.Detail)
+	case errors.Is(err, representation.ErrUnsatisfiable):
+		return RangeUnsatisfied.WithDetail("No range of the Range header lies within the paste; Content-Range gives its size.")
 	case errors.Is(err, paste.ErrKeyReused):
 		return KeyReused.WithDetail("This Idempotency-Key was already used for a different request.")
 	case errors.As(err, &unconfirmed):
@@ -50,21 +77,8 @@ func From(r *http.Request, logger *slog.Logger, err error) *Problem {
 		return Forbidden.WithDetail("The token does not match this paste's delete token.")
 	case errors.As(err, &tooBig):
 		return TooLarge.WithDetail("The paste is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes.")
-	case errors.As(err, &cut):
-		logger.WarnContext(r.Context(), "request body cut short", "route", request.RoutePattern(r), "err", cut.Err)
-		if cut.Timeout() {
-			return BodyTimeout.WithDetail("The request body did not arrive in time; nothing was saved.")
-		}
-		return BodyIncomplete.WithDetail("The request body ended before it was complete; nothing was saved.")
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		logger.WarnContext(r.Context(), "client went away", "route", request.RoutePattern(r), "err", err)
-		return ClientGone.WithDetail("The connection closed before the answer.")
-	case errors.Is(err, paste.ErrBlobUnavailable):
-		logger.WarnContext(r.Context(), "blob store unavailable", "route", request.RoutePattern(r), "err", err)
-		return Storage.WithDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
 	}
-	logger.ErrorContext(r.Context(), "internal error", "route", request.RoutePattern(r), "method", request.MethodLabel(r), "err", err)
-	return Internal.WithDetail("internal error")
+	return nil
 }
 
 // goneProblem says why a paste is gone: an operator's takedown has its own type, and a legal one

@@ -74,6 +74,7 @@ var (
 	// DeleteUnconfirmed: the delete committed but the cache could not be told (Retry-After).
 	DeleteUnconfirmed = &Problem{Status: http.StatusServiceUnavailable, Name: "delete-unconfirmed", Title: "Delete not confirmed yet"}
 	HeadersTooLarge   = &Problem{Status: http.StatusRequestHeaderFieldsTooLarge, Name: "headers-too-large", Title: "Request headers too large"}
+	RangeUnsatisfied  = &Problem{Status: http.StatusRequestedRangeNotSatisfiable, Name: "range-not-satisfiable", Title: "Range not satisfiable"}
 	// ClientGone answers a client that hung up while its request was served: nobody reads it, but
 	// the access log and the metrics show nginx's 499 rather than an error of the server.
 	ClientGone = &Problem{Status: 499, Name: "client-closed-request", Title: "Client closed the request"}
@@ -94,6 +95,6 @@ var all = []*Problem{
 	NotFound, Gone, BurnAfterReading, ViewLimited, Forbidden, Unauthorized, WrongAdminToken, TooLarge, Empty, BadExpiry,
 	BadRequest, BodyIncomplete, BodyTimeout, MediaType, BadIdempotency, KeyReused, Storage,
 	RouteNotFound, MethodNotAllowed, Internal, AdminDisabled, CleanupDisabled, RunNotFound,
-	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented,
+	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented, RangeUnsatisfied,
 	TakenDown, LegalTakedown, ContentBlocked, ContentUnknown, SignInRequired, CrossSite,
 }

@@ -43,7 +43,9 @@ type serveConfig struct {
 	cacheTTL        duration
 	cacheMaxBytes   byteSize
 	renderCache     byteSize
+	decodedCache    byteSize
 	dedupTiming     string
+	compression     string
 	migrate         bool
 	shutdownTimeout duration
 	drainDelay      time.Duration
@@ -106,6 +108,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if _, err := paste.ParseDedupTiming(c.dedupTiming); err != nil {
 		return c, err
 	}
+	if c.compression != "zstd" && c.compression != "off" {
+		return c, fmt.Errorf("compression %q: want zstd or off", c.compression)
+	}
 	if c.migrate && c.conn.pooler == "transaction" && c.conn.migrateURL == "" {
 		return c, errors.New("behind a transaction pooler, migrations need a direct connection: set PASTEBIN_MIGRATE_DATABASE_URL, or PASTEBIN_MIGRATE=false")
 	}
@@ -121,7 +126,7 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	*c = serveConfig{
 		maxPasteBytes: 10 << 20, defaultExpiry: lifetime(7 * 24 * time.Hour), maxExpiry: lifetime(365 * 24 * time.Hour),
-		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
+		cacheTTL: duration(time.Hour), cacheMaxBytes: 256 << 10, renderCache: 32 << 20, decodedCache: 32 << 20, shutdownTimeout: duration(15 * time.Second),
 		consoleIdle: duration(admin.DefaultIdleTimeout), hstsMaxAge: durationOrOff(365 * 24 * time.Hour),
 	}
 	fs := newFlagSet("serve", "Serves the HTTP API and runs the cleanup workers.", stdout)
@@ -141,6 +146,8 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.cacheTTL, "cache-ttl", "longest time a paste stays in Redis")
 	fs.Var(&c.cacheMaxBytes, "cache-max-size", "pastes up to this size are cached in Redis with their bytes")
 	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
+	fs.Var(&c.decodedCache, "decoded-cache-size", "memory for the original bytes and gzip of compressed pastes, made for clients that take no zstd, in this process; 0: none")
+	fs.StringVar(&c.compression, "compression", "zstd", `how new content is stored in S3: "zstd" (compressed when that makes it smaller) or "off" (as it is); reads serve either`)
 	fs.StringVar(&c.dedupTiming, "dedup-timing", string(paste.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
@@ -203,7 +210,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MetricsElsewhere: cfg.metricsAddr != "", HSTSMaxAge: time.Duration(cfg.hstsMaxAge),
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
-		DedupTiming: paste.DedupTiming(cfg.dedupTiming),
+		DedupTiming: paste.DedupTiming(cfg.dedupTiming), Uncompressed: cfg.compression == "off",
+		DecodedCacheBytes: int64(cfg.decodedCache),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
 
