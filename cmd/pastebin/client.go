@@ -130,5 +130,16 @@ func parseClientArgs(fs *flag.FlagSet, args []string, getenv func(string) string
 	return fs.Args(), nil
 }
 
+// parseLinkArgs parses a command's flags and then its arguments, names, the first of which is a
+// paste's URL; it returns the paste's link and the other arguments.
+func parseLinkArgs(fs *flag.FlagSet, args []string, getenv func(string) string, names ...string) (pasteLink, []string, error) {
+	rest, err := parseClientArgs(fs, args, getenv, names...)
+	if err != nil {
+		return pasteLink{}, nil, err
+	}
+	link, err := parseLink(rest[0])
+	return link, rest[1:], err
+}
+
 // errNoPassword says a paste needs a password that nothing gave.
 var errNoPassword = errors.New("this paste needs a password: give --password, or run on a terminal to be asked")
