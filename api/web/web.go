@@ -106,7 +106,7 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 			return
 		}
 		v := pages.newPasteView(r, f.Paste)
-		if f.Paste.BurnAfterRead {
+		if !paste.OpenToGet(f.Paste) {
 			v.Interstitial, v.RawAvailable = true, false
 		} else if v.Content, err = pages.content(r, rd, f); err != nil {
 			pages.site.Error(w, r, err)
