@@ -57,12 +57,22 @@ func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registe
 	}
 }
 
-// HandleIndex handles GET / for browsers: the create form.
-func HandleIndex(pages *Pages) http.Handler {
+// HandleIndex handles GET / for browsers: the create form, or with ?from=<code> the form filled
+// with that paste (edit as new, editnew.go).
+func HandleIndex(pages *Pages, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The form changes only with the binary; revalidating keeps the back button fast.
+		// The form changes only with the binary; revalidating keeps the back button fast. Filled
+		// from a paste, revalidating also means a deleted paste does not fill it from a cache.
 		w.Header().Set("Cache-Control", "no-cache")
-		pages.renderForm(w, r, http.StatusOK, formValues{}, "")
+		var v formValues
+		if from := r.URL.Query().Get("from"); from != "" {
+			var err error
+			if v, err = pages.copyOf(r, rd, from); err != nil {
+				pages.site.Error(w, r, err)
+				return
+			}
+		}
+		pages.renderForm(w, r, http.StatusOK, v, "")
 	})
 }
 
@@ -80,6 +90,7 @@ type pasteView struct {
 	Token                   string // the delete token, shown once after a browser create
 	Content                 rendered
 	RawAvailable, Deletable bool
+	EditAsNew               bool // the page links the create form filled with this paste
 }
 
 func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
@@ -112,6 +123,7 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 			pages.site.Error(w, r, err)
 			return
 		}
+		v.EditAsNew = v.Content.HTML != "" && editableAsNew(f.Paste) // shown as text, so the form can hold it
 		v.Token = takeTokenCookie(w, r, code)
 		pages.site.Render(w, r, http.StatusOK, pages.paste, site.Page{Title: v.PageTitle(), NoIndex: true, Data: v})
 	})
@@ -122,16 +134,24 @@ func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (r
 	if f.Paste.Size > maxShownBytes {
 		return tooLargeToShow, nil
 	}
-	body, err := rd.Body(r.Context(), f)
+	data, err := readAll(r, rd, f)
 	if err != nil {
 		return rendered{}, err
+	}
+	return pages.renders.page(f.Paste, data), nil
+}
+
+func readAll(r *http.Request, rd *paste.Reader, f paste.Found) ([]byte, error) {
+	body, err := rd.Body(r.Context(), f)
+	if err != nil {
+		return nil, err
 	}
 	defer body.Close()
 	data, err := io.ReadAll(body)
 	if err != nil {
-		return rendered{}, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
 	}
-	return pages.renders.page(f.Paste, data), nil
+	return data, nil
 }
 
 // ShowConsumed shows a paste the page's button took, and reports whether it could: one the page
