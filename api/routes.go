@@ -59,6 +59,7 @@ func routes(cfg Config, deps Deps, s *server) http.Handler {
 // (haste.go). Where a browser and curl share an address, byAccept or either tells them apart.
 func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refuse refuseFunc) {
 	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry)))
+	r.Method(http.MethodGet, "/mine", web.HandleMine(s.pages))
 	creates := r.With(s.limits.guardCreate(s.site.Error)) // per-client rate, then a bounded upload slot
 	createCurl := handlePasteCreateCurl(s.site, s.creator, cfg.MaxPasteBytes)
 	createForm := web.HandleCreate(s.pages, s.creator, webFormDecoder(cfg.MaxPasteBytes))

@@ -1,6 +1,7 @@
-// Package web is the public pages: the create form, a paste's page (highlighted, or the page that
-// asks before a burn-after-reading paste is taken), the page of a paste a button took, and the
-// forms that create and delete without JavaScript. Every page is drawn in the site's layout.
+// Package web is the public pages: the create form (filled from a paste: edit as new), a paste's
+// page (highlighted, or the page that asks before a burn-after-reading paste is taken), the page of
+// a paste a button took, the list of this browser's pastes, and the forms that create and delete
+// without JavaScript. Every page is drawn in the site's layout.
 package web
 
 import (
@@ -41,6 +42,7 @@ type Pages struct {
 	site     *site.Site
 	index    *template.Template
 	paste    *template.Template
+	mine     *template.Template
 	renders  *renderer
 	expiries []expiryChoice
 	maxBytes int64
@@ -52,6 +54,7 @@ type Pages struct {
 func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registerer) *Pages {
 	return &Pages{
 		site: st, index: st.Parse(templateFS, "templates/index.html"), paste: st.Parse(templateFS, "templates/paste.html"),
+		mine:    st.Parse(templateFS, "templates/mine.html"),
 		renders: newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, reg), expiries: expiryChoices(cfg.Expiry),
 		maxBytes: cfg.MaxPasteBytes, now: now,
 	}
