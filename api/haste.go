@@ -1,8 +1,6 @@
 package api
 
 import (
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -19,8 +17,8 @@ import (
 // text. It is an adapter over the same create and read flows as every other route (limits, blocks,
 // dedup and the burn rule included), with haste's shapes around them.
 
-// hasteKey is the answer to a haste create.
-type hasteKey struct {
+// hasteCreated is the answer to a haste create.
+type hasteCreated struct {
 	Key string `json:"key"`
 }
 
@@ -53,7 +51,7 @@ func decodeHasteCreate(r *http.Request, max int64) (paste.Input, error) {
 // is in its header alone, where haste clients, which know of none, leave it.
 func writeHasteCreated(w http.ResponseWriter, _ *http.Request, _ site.PasteURLs, c paste.Created) {
 	setCreatedHeaders(w.Header(), c)
-	problem.WriteJSON(w, http.StatusOK, hasteKey{Key: c.Paste.Code})
+	problem.WriteJSON(w, http.StatusOK, hasteCreated{Key: c.Paste.Code})
 }
 
 // handleHasteRead handles GET /documents/{key}: the paste's text in JSON. Like every GET it never
@@ -67,7 +65,7 @@ func handleHasteRead(st *site.Site, rd *paste.Reader) http.Handler {
 		}
 		var data []byte
 		if err == nil {
-			data, err = readBody(r, rd, f)
+			data, err = rd.Bytes(r.Context(), f)
 		}
 		if err != nil {
 			st.Error(w, r, err)
@@ -76,19 +74,6 @@ func handleHasteRead(st *site.Site, rd *paste.Reader) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		problem.WriteJSON(w, http.StatusOK, hasteDocument{Key: f.Paste.Code, Data: string(data)})
 	})
-}
-
-func readBody(r *http.Request, rd *paste.Reader, f paste.Found) ([]byte, error) {
-	body, err := rd.Body(r.Context(), f)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
-	}
-	return data, nil
 }
 
 // hasteCode is the paste code of a haste key, which clients may follow with the extension of the

@@ -132,6 +132,20 @@ func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
+// Bytes is Body read whole, for the reads that need all of a paste at once: a page, a JSON answer.
+func (rd *Reader) Bytes(ctx context.Context, f Found) ([]byte, error) {
+	body, err := rd.Body(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
+	}
+	return data, nil
+}
+
 func (rd *Reader) fetch(ctx context.Context, p store.Paste) (io.ReadCloser, error) {
 	rc, err := rd.bucket.Get(ctx, p.BlobKey)
 	if errors.Is(err, blob.ErrNotFound) {

@@ -33,7 +33,7 @@ func (pages *Pages) copyOf(r *http.Request, rd *paste.Reader, code string) (form
 	if f.Paste.Size > maxShownBytes {
 		return formValues{}, problem.NotEditable.WithDetail("This paste is too large to edit in the page. Download it, edit it, and upload the file.")
 	}
-	data, err := readAll(r, rd, f)
+	data, err := rd.Bytes(r.Context(), f)
 	if err != nil {
 		return formValues{}, err
 	}

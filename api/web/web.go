@@ -6,9 +6,7 @@ package web
 
 import (
 	"embed"
-	"fmt"
 	"html/template"
-	"io"
 	"net/http"
 	"time"
 
@@ -137,24 +135,11 @@ func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (r
 	if f.Paste.Size > maxShownBytes {
 		return tooLargeToShow, nil
 	}
-	data, err := readAll(r, rd, f)
+	data, err := rd.Bytes(r.Context(), f)
 	if err != nil {
 		return rendered{}, err
 	}
 	return pages.renders.page(f.Paste, data), nil
-}
-
-func readAll(r *http.Request, rd *paste.Reader, f paste.Found) ([]byte, error) {
-	body, err := rd.Body(r.Context(), f)
-	if err != nil {
-		return nil, err
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
-	}
-	return data, nil
 }
 
 // ShowConsumed shows a paste the page's button took, and reports whether it could: one the page
