@@ -24,7 +24,9 @@ func TestBrowserMyPastes(t *testing.T) {
 	if r := e.delete(gone, token); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("delete elsewhere: %d", r.StatusCode)
 	}
-	b.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("pastebin:token:Zzzzzzzzzz0", JSON.stringify({token: "` + strings.Repeat("Z", 43) + `", expires: null, saved: Date.now()}))`))
+	for _, code := range []string{"Zzzzzzzzzz0", "/evil.example/x"} { // never created; not a code at all
+		b.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("pastebin:token:` + code + `", JSON.stringify({token: "` + strings.Repeat("Z", 43) + `", expires: null, saved: Date.now()}))`))
+	}
 
 	b.open("/")
 	if status := b.load(chromedp.Click(chromedp.CSS(`a[href="/mine"]`))); status != http.StatusOK {

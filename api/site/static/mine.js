@@ -7,6 +7,7 @@
 (function () {
   const { tokens, relative, announce } = window.pastebin;
   const lookUpsAtOnce = 4;
+  const validCode = /^[0-9A-Za-z]{11}$/; // a paste's code (store.ValidShortCode): a link to it stays on this site
 
   function plural(n, unit) {
     return n + " " + unit + (n === 1 ? "" : "s");
@@ -139,7 +140,12 @@
 
   async function start() {
     const list = document.getElementById("mine-list");
-    const entries = tokens.list().sort((a, b) => (b.saved || 0) - (a.saved || 0)); // the newest first
+    const entries = [];
+    for (const entry of tokens.list()) {
+      if (validCode.test(entry.code)) entries.push(entry);
+      else tokens.forget(entry.code); // no paste has such a code: nothing to list or delete
+    }
+    entries.sort((a, b) => (b.saved || 0) - (a.saved || 0)); // the newest first
     const answers = await lookUpAll(entries);
     let gone = 0;
     entries.forEach((entry, i) => {
