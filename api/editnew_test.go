@@ -47,6 +47,11 @@ func TestEditAsNew(t *testing.T) {
 	if r := e.get("/?from=" + p.code); r.StatusCode != http.StatusOK || strings.Contains(r.text(), text) {
 		t.Errorf("curl's GET /?from=: %d %.100s; want the usage text", r.StatusCode, r.body)
 	}
+	long := strings.Repeat("main = putStrLn \"compresses\"\n", 300) // stored compressed
+	z := e.create(long, "")
+	if enc := e.contentEncoding(long); enc != "zstd" || !strings.Contains(e.page("/?from="+z.code).text(), ">"+html.EscapeString(long)+"</textarea>") {
+		t.Errorf("edit as new of a paste stored as %q: the form does not hold its text", enc)
+	}
 }
 
 // TestEditAsNewRefusals: edit as new is not offered, and GET /?from= answers 409 without a byte of

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -57,6 +58,28 @@ func TestHasteAPI(t *testing.T) {
 	if r := e.get("/documents/Abcdefghijk"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /documents of an unknown key: %d", r.StatusCode)
 	}
+	// Text that S3 holds compressed comes back as it was sent.
+	long := strings.Repeat("fmt.Println(\"a line that compresses well\")\n", 400)
+	key = e.hasteCreate(long, "")
+	if enc := e.contentEncoding(long); enc != "zstd" {
+		t.Fatalf("the long text is stored as %q, want zstd", enc)
+	}
+	var doc struct{ Data string }
+	if _ = json.Unmarshal(e.get("/documents/"+key).body, &doc); doc.Data != long {
+		t.Errorf("GET /documents of a compressed paste: %d bytes, want the %d sent", len(doc.Data), len(long))
+	}
+}
+
+// contentEncoding is how S3 holds the content of those bytes ("" for as they are).
+func (e *env) contentEncoding(content string) string {
+	e.t.Helper()
+	var enc string
+	err := e.store.Pool().QueryRow(context.Background(),
+		`SELECT coalesce(encoding, '') FROM content WHERE content_hash = sha256($1::bytea)`, []byte(content)).Scan(&enc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return enc
 }
 
 // TestHasteCreateTakesTheRawBody: whatever the Content-Type, the body is the paste, a browser's
