@@ -38,6 +38,8 @@ burn=true (burn after reading), title, language, filename.
 A burn-after-reading paste is read once, with a POST; a GET never returns it:
   curl -X POST ` + base + `<code>
 
+Haste clients (editor plugins, chat bots, hastebin tools) take ` + base + ` as their server.
+
 The whole API: ` + base + `openapi.yaml
 `))
 	})

@@ -34,7 +34,7 @@ func (c *Consumer) Consume(ctx context.Context, code string) (Consumed, error) {
 	if err != nil {
 		return Consumed{}, err
 	}
-	if !f.Paste.BurnAfterRead {
+	if OpenToGet(f.Paste) {
 		return Consumed{Paste: f.Paste}, ErrNothingToConsume
 	}
 	return c.burn(ctx, f.Paste)

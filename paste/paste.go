@@ -16,6 +16,9 @@ var (
 	ErrBlobUnavailable = errors.New("blob store unavailable")
 	// ErrNothingToConsume says a paste has no views to take: any read shows it, as often as it likes.
 	ErrNothingToConsume = errors.New("paste does not burn after reading")
+	// ErrReadByPost says a paste gives its content only to the read that takes a view of it (a
+	// POST: Consumer), never to a GET.
+	ErrReadByPost = errors.New("paste is read only by a consuming POST")
 	// ErrKeyReused says an Idempotency-Key was already used for a different request.
 	ErrKeyReused = errors.New("idempotency key reused for a different request")
 )

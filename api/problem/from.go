@@ -59,6 +59,8 @@ func answer(err error) *Problem {
 		return BadRequest.WithDetail(invalid.Detail)
 	case errors.Is(err, representation.ErrUnsatisfiable):
 		return RangeUnsatisfied.WithDetail("No range of the Range header lies within the paste; Content-Range gives its size.")
+	case errors.Is(err, paste.ErrReadByPost):
+		return BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it: read it once with a POST to its URL.")
 	case errors.Is(err, paste.ErrKeyReused):
 		return KeyReused.WithDetail("This Idempotency-Key was already used for a different request.")
 	case errors.As(err, &unconfirmed):

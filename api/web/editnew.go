@@ -1,0 +1,46 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+	"unicode/utf8"
+
+	"pastebin/api/problem"
+	"pastebin/paste"
+	"pastebin/store"
+)
+
+// Edit as new: a paste's page links the create form filled with its text, title, language and file
+// name (GET /?from=<code>), drawn here on the server, so it needs no JavaScript. What it creates is a
+// new paste; the same text costs nothing more, since content is stored once.
+
+// editableAsNew reports whether p may fill the create form: only a paste that any GET may read
+// (paste.OpenToGet), so never one that burns after reading, whose text only its consuming POST may
+// have. This is the one place that decides; an end-to-end encrypted paste, whose text the server
+// cannot read, is one more exception here.
+func editableAsNew(p store.Paste) bool { return paste.OpenToGet(p) }
+
+// copyOf is the create form filled with the paste code: its text, as long as the page would show it
+// as text, its title, language and file name. The expiry is the form's default, as for any new paste.
+func (pages *Pages) copyOf(r *http.Request, rd *paste.Reader, code string) (formValues, error) {
+	f, err := rd.Find(r.Context(), code) // 404 and 410 as its page answers them
+	if err != nil {
+		return formValues{}, err
+	}
+	if !editableAsNew(f.Paste) {
+		return formValues{}, problem.NotEditable.WithDetail("This paste burns after reading: only the one who opens it sees its text, so it cannot fill a new paste.")
+	}
+	if f.Paste.Size > maxShownBytes {
+		return formValues{}, problem.NotEditable.WithDetail("This paste is too large to edit in the page. Download it, edit it, and upload the file.")
+	}
+	data, err := rd.Bytes(r.Context(), f)
+	if err != nil {
+		return formValues{}, err
+	}
+	if !utf8.Valid(data) || bytes.IndexByte(data, 0) >= 0 {
+		return formValues{}, problem.NotEditable.WithDetail("This paste is not text, so the form cannot hold it. Download it instead.")
+	}
+	p := f.Paste
+	title := pages.newPasteView(r, p).PageTitle()
+	return formValues{Content: string(data), Title: p.Title, Language: p.Language, Filename: p.Filename, From: p.Code, FromTitle: title}, nil
+}
