@@ -35,6 +35,7 @@ run: build
 test: lint
 	scripts/ensure-chromium.sh
 	scripts/ensure-promtool.sh
+	scripts/ensure-haste-clients.sh >/dev/null
 	scripts/services.sh test tool podman >/dev/null
 	scripts/services.sh test tool systemd-analyze >/dev/null
 	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites test-fuzz

@@ -133,6 +133,7 @@ func TestBlockedContentRefusedOnEveryCreateRoute(t *testing.T) {
 		"put":      e.request(http.MethodPut, "/file.txt", strings.NewReader(content)),
 		"json":     e.request(http.MethodPost, "/api/v1/pastes", strings.NewReader(`{"content": "`+content+`"}`), "Content-Type", "application/json"),
 		"web form": e.request(http.MethodPost, "/", strings.NewReader(form.String()), "Content-Type", mw.FormDataContentType(), "Accept", browserAccept),
+		"haste":    e.request(http.MethodPost, "/documents", strings.NewReader(content), "Content-Type", "text/plain"),
 	} {
 		r := e.do(req)
 		if r.StatusCode != http.StatusUnavailableForLegalReasons {

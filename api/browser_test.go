@@ -270,8 +270,16 @@ func TestBrowserPhone(t *testing.T) {
 	p := e.create(goSource+"// "+strings.Repeat("a long line that must scroll, not widen the page ", 4)+"\n", "?title=On%20a%20phone")
 	b := newTab(t, e)
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-	for _, page := range []struct{ path, shot string }{{"/", "phone-form"}, {"/" + p.code, "phone-paste"}, {"/AAAAAAAAAAA", "phone-404"}} {
+	b.open("/")
+	b.do(chromedp.Evaluate[chromedp.Void](`localStorage.setItem("pastebin:token:` + p.code + `", JSON.stringify({token: "` + p.token + `", expires: null, saved: Date.now()}))`))
+	for _, page := range []struct{ path, shot string }{
+		{"/", "phone-form"}, {"/" + p.code, "phone-paste"}, {"/?from=" + p.code, "phone-edit-as-new"}, {"/mine", "phone-mine"},
+		{"/AAAAAAAAAAA", "phone-404"},
+	} {
 		b.open(page.path)
+		if page.path == "/mine" {
+			b.do(chromedp.WaitVisible(chromedp.CSS(`li[data-code="` + p.code + `"]`)))
+		}
 		b.screenshot(page.shot)
 		if page.shot == "phone-paste" {
 			// The delete panel is the widest thing on the page: it must fit too.

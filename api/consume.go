@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -97,13 +96,8 @@ func serveConsumed(w http.ResponseWriter, r *http.Request, reps *representation.
 	answer(err)
 }
 
-// readWithPost is the answer to a GET or HEAD of a paste with a view limit: it says how to read
-// it, and never holds its content.
+// readWithPost is the answer to a GET or HEAD of a paste that only a POST reads (paste.OpenToGet):
+// it says how to read it, and never holds its content.
 func readWithPost(p store.Paste, u site.PasteURLs) error {
-	how := "curl -X POST " + u.Page + " answers its bytes; in a browser, open " + u.Page + " and press its button."
-	if p.BurnAfterRead() {
-		return problem.BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " + how)
-	}
-	return problem.ViewLimited.WithDetail(fmt.Sprintf("This paste has a view limit (%d of %d views left), so no GET returns it. "+
-		"Each POST reads it and takes one view: %s", p.ViewsLeft, p.MaxViews, how))
+	return problem.ReadByPost(p, "curl -X POST "+u.Page+" answers its bytes; in a browser, open "+u.Page+" and press its button.")
 }

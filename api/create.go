@@ -10,25 +10,25 @@ import (
 	"pastebin/paste"
 )
 
-// The creates of curl and of the JSON API (the page's form is web.HandleCreate): each decodes its
-// request (decode.go) and runs paste.Creator.
+// The creates of curl, of the JSON API and of haste clients (haste.go; the page's form is
+// web.HandleCreate): each decodes its request (decode.go) and runs paste.Creator.
 
 // handlePasteCreateCurl handles POST / and PUT /{name}: raw or multipart bodies from curl.
 // The answer is the paste's URL and its delete token on two lines, or JSON if the client asks.
 func handlePasteCreateCurl(st *site.Site, creator *paste.Creator, maxBytes int64) http.Handler {
-	return handlePasteCreate(st, creator, maxBytes, maxBytes+multipartOverhead, decodeCurlCreate)
+	return handlePasteCreate(st, creator, maxBytes, maxBytes+multipartOverhead, decodeCurlCreate, writeCreated)
 }
 
 // handlePasteCreateJSON handles POST /api/v1/pastes. JSON escapes text, so the body may be bigger
 // than the paste it carries.
 func handlePasteCreateJSON(st *site.Site, creator *paste.Creator, maxBytes int64) http.Handler {
-	return handlePasteCreate(st, creator, maxBytes, 2*maxBytes+multipartOverhead, decodeJSONCreate)
+	return handlePasteCreate(st, creator, maxBytes, 2*maxBytes+multipartOverhead, decodeJSONCreate, writeCreated)
 }
 
 // handlePasteCreate creates the paste that decode reads from a body of at most bodyBytes, whose
-// content may hold at most maxBytes.
+// content may hold at most maxBytes, and has answer tell the client.
 func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyBytes int64,
-	decode func(*http.Request, int64) (paste.Input, error)) http.Handler {
+	decode func(*http.Request, int64) (paste.Input, error), answer createdWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := limitBody(w, r, maxBytes, bodyBytes); err != nil {
 			st.Error(w, r, err)
@@ -47,9 +47,12 @@ func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyByte
 			st.Error(w, r, err)
 			return
 		}
-		writeCreated(w, r, st.URLs(r, c.Paste.Code), c)
+		answer(w, r, st.URLs(r, c.Paste.Code), c)
 	})
 }
+
+// createdWriter answers a create that succeeded.
+type createdWriter func(w http.ResponseWriter, r *http.Request, u site.PasteURLs, c paste.Created)
 
 // writeCreated answers a create: 201, the page URL in Location, the token in a header, and a body in
 // the format the client asked for. Every create answers the same shape, whether or not the content
@@ -57,12 +60,7 @@ func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyByte
 func writeCreated(w http.ResponseWriter, r *http.Request, u site.PasteURLs, c paste.Created) {
 	h := w.Header()
 	h.Set("Location", u.Page)
-	h.Set("Paste-Delete-Token", c.Token)
-	h.Set("Cache-Control", "no-store")
-	setExpiresHeader(h, c.Paste.ExpiresAt)
-	if c.Replayed {
-		h.Set("Idempotent-Replayed", "true")
-	}
+	setCreatedHeaders(h, c)
 	if r.URL.Path != "/api/v1/pastes" {
 		request.VaryAccept(h) // text or JSON, by Accept
 	}
@@ -76,6 +74,17 @@ func writeCreated(w http.ResponseWriter, r *http.Request, u site.PasteURLs, c pa
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusCreated)
 	_, _ = w.Write([]byte(u.Page + "\n" + c.Token + "\n"))
+}
+
+// setCreatedHeaders are the headers of every create's answer: the delete token, shown this once and
+// so never cached, the expiry, and whether an Idempotency-Key replayed it.
+func setCreatedHeaders(h http.Header, c paste.Created) {
+	h.Set("Paste-Delete-Token", c.Token)
+	h.Set("Cache-Control", "no-store")
+	setExpiresHeader(h, c.Paste.ExpiresAt)
+	if c.Replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
 }
 
 func setExpiresHeader(h http.Header, expires time.Time) {

@@ -28,6 +28,8 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 		{http.MethodPost, "/", "multipart/form-data; boundary=XX", "--XX\r\nContent-Disposition: form-data; name=\"content\"\r\n\r\nforged\r\n--XX--\r\n", ""},
 		{http.MethodPut, "/forged.txt", "", "forged", ""},
 		{http.MethodPost, "/api/v1/pastes", "application/json", `{"content":"forged"}`, ""},
+		{http.MethodPost, "/documents", form, url.Values{"content": {"forged"}}.Encode(), ""},
+		{http.MethodPost, "/documents", "text/plain", "forged", ""},
 		{http.MethodDelete, "/api/v1/pastes/" + p.code, "", "", "Bearer " + p.token},
 		{http.MethodDelete, "/" + p.code, "", "", "Bearer " + p.token},
 		{http.MethodPost, "/" + p.code + "/delete", form, url.Values{"token": {p.token}}.Encode(), ""},

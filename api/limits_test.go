@@ -67,6 +67,7 @@ func testCreateRateLimit(t *testing.T, kind cachetest.Kind) {
 	if got, want := r.Header.Get("X-RateLimit-Limit")+" "+r.Header.Get("X-RateLimit-Remaining"), "3 0"; got != want {
 		t.Errorf("X-RateLimit-Limit and -Remaining %q, want %q", got, want)
 	}
+	checkRefused(t, e.do(e.request(http.MethodPost, "/documents", strings.NewReader("haste"))), http.StatusTooManyRequests, "rate-limited", "20")
 	form := url.Values{"content": {"five"}}.Encode()
 	page := e.send(e.request(http.MethodPost, "/", strings.NewReader(form),
 		"Content-Type", "application/x-www-form-urlencoded", "Accept", browserAccept))

@@ -83,7 +83,7 @@ func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 func handlePasteText(st *site.Site, rd *paste.Reader, reps *representation.Server, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
-		if err == nil && f.Paste.ViewLimited() {
+		if err == nil && !paste.OpenToGet(f.Paste) {
 			err = readWithPost(f.Paste, st.URLs(r, f.Paste.Code))
 		}
 		if err != nil {

@@ -55,23 +55,26 @@ func routes(cfg Config, deps Deps, s *server) http.Handler {
 }
 
 // pasteRoutes are the pastes' addresses: the create form and the curl and JSON creates, each
-// paste's page, text and metadata, its consuming POST and its deletes. Where a browser and curl
-// share an address, byAccept or either tells them apart.
+// paste's page, text and metadata, its consuming POST and its deletes, and haste-server's API
+// (haste.go). Where a browser and curl share an address, byAccept or either tells them apart.
 func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refuse refuseFunc) {
-	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages), handleUsage(s.site, cfg.Expiry)))
+	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry)))
+	r.Method(http.MethodGet, "/mine", web.HandleMine(s.pages))
 	creates := r.With(s.limits.guardCreate(s.site.Error)) // per-client rate, then a bounded upload slot
 	createCurl := handlePasteCreateCurl(s.site, s.creator, cfg.MaxPasteBytes)
 	createForm := web.HandleCreate(s.pages, s.creator, webFormDecoder(cfg.MaxPasteBytes))
 	creates.Method(http.MethodPost, "/", either(isWebForm, createForm, createCurl))
 	creates.Method(http.MethodPut, "/{name}", createCurl)
 	creates.Method(http.MethodPost, "/api/v1/pastes", handlePasteCreateJSON(s.site, s.creator, cfg.MaxPasteBytes))
+	creates.Method(http.MethodPost, "/documents", handleHasteCreate(s.site, s.creator, cfg.MaxPasteBytes)) // haste.go
+	r.Method(http.MethodGet, "/documents/{key}", handleHasteRead(s.site, s.reader))
 	r.Method(http.MethodGet, "/api/v1/pastes/{code}", handlePasteMeta(s.site, s.reader))
 	r.Method(http.MethodDelete, "/api/v1/pastes/{code}", handlePasteDelete(s.site, s.deleter))
 	text := handlePasteText(s.site, s.reader, s.reps, logger)
 	consume := handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, fromPageButton)
-	r.Method(http.MethodGet, "/raw/{code}", text)
+	r.Method(http.MethodGet, "/raw/{code}", redirectExtension(text))
 	r.Method(http.MethodPost, "/raw/{code}", consume)
-	r.Method(http.MethodGet, "/{code}", byAccept(web.HandlePaste(s.pages, s.reader), text))
+	r.Method(http.MethodGet, "/{code}", redirectExtension(byAccept(web.HandlePaste(s.pages, s.reader), text)))
 	r.Method(http.MethodPost, "/{code}", consume)
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(s.site, s.deleter))
 	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, alwaysPage))

@@ -40,7 +40,11 @@ never returns it:
   curl -X POST ` + base + `<code>
 
 End-to-end encrypted pastes: pastebin put --encrypt, or the web page's switch (the key stays in
-the link's #fragment). The whole API: ` + base + `openapi.yaml
+the link's #fragment).
+
+Haste clients (editor plugins, chat bots, hastebin tools) take ` + base + ` as their server.
+
+The whole API: ` + base + `openapi.yaml
 `))
 	})
 }

@@ -45,7 +45,7 @@ func (c *Consumer) consume(ctx context.Context, code string, forPage bool) (Cons
 		return Consumed{}, err
 	}
 	switch {
-	case !f.Paste.ViewLimited():
+	case OpenToGet(f.Paste):
 		return Consumed{Paste: f.Paste}, ErrNothingToConsume
 	case forPage && f.Paste.Encryption != "":
 		return Consumed{Paste: f.Paste}, ErrEncrypted

@@ -48,8 +48,14 @@ type Found struct {
 	lookup cache.Lookup // what the cache answered; a Miss lets Stored fill it
 }
 
-// StoredBytes are the paste's bytes as stored (Paste.Encoding) when the cache had them, else nil.
-func (f Found) StoredBytes() []byte { return f.stored }
+// StoredBytes are the paste's bytes as stored (Paste.Encoding) when the cache had them, else nil;
+// nil too for a paste that is not OpenToGet, whose bytes only Stored would have, which refuses.
+func (f Found) StoredBytes() []byte {
+	if !OpenToGet(f.Paste) {
+		return nil
+	}
+	return f.stored
+}
 
 // Find locates a live paste: Redis first, then PostgreSQL, whose status and expiry decide
 // store.ErrNotFound or a *store.GoneError. It never touches S3 and never takes a view.
@@ -69,8 +75,15 @@ func (rd *Reader) Find(ctx context.Context, code string) (Found, error) {
 	return Found{Paste: p, lookup: l}, err
 }
 
-// Body returns the original bytes of a paste without a view limit, decoding its blob as they are
-// read (Stored).
+// OpenToGet reports whether any read may have p's content, a GET included. A paste whose reads are
+// counted (a view limit; burn after reading is one view) gives it only to the consuming POST
+// (Consumer), which takes a view: link previews, mail scanners and prefetchers send GETs on their
+// own (docs/design.md, "Delete, burn and view"). Every read that is not a POST asks here: raw, the
+// page, the haste API, edit as new; so do Stored and Body.
+func OpenToGet(p store.Paste) bool { return !p.ViewLimited() }
+
+// Body returns the original bytes of a paste that is OpenToGet, decoding its blob as they are read
+// (Stored).
 func (rd *Reader) Body(ctx context.Context, f Found) (io.ReadCloser, error) {
 	enc, err := codec.ParseEncoding(f.Paste.Encoding)
 	if err != nil {
@@ -96,10 +109,14 @@ type decoded struct {
 
 func (d decoded) Close() error { return errors.Join(d.ReadCloser.Close(), d.blob.Close()) }
 
-// Stored returns the bytes of a paste without a view limit as they are stored
-// (Paste.Encoding), filling the cache on the way: with the bytes for small pastes, with the
-// metadata alone for big ones, which are streamed. The cache holds them as S3 does.
+// Stored returns the bytes of a paste that is OpenToGet as they are stored (Paste.Encoding),
+// filling the cache on the way: with the bytes for small pastes, with the metadata alone for big
+// ones, which are streamed. The cache holds them as S3 does. Any other paste answers
+// ErrReadByPost, whatever the caller checked before.
 func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
+	if !OpenToGet(f.Paste) {
+		return nil, &ReadByPostError{Paste: f.Paste}
+	}
 	if f.stored != nil {
 		return io.NopCloser(bytes.NewReader(f.stored)), nil
 	}
@@ -113,6 +130,20 @@ func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	}
 	rd.cache.Put(ctx, f.lookup, toCache(f.Paste, data), rd.cfg.CacheTTL, rd.now())
 	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// Bytes is Body read whole, for the reads that need all of a paste at once: a page, a JSON answer.
+func (rd *Reader) Bytes(ctx context.Context, f Found) ([]byte, error) {
+	body, err := rd.Body(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
+	}
+	return data, nil
 }
 
 func (rd *Reader) fetch(ctx context.Context, p store.Paste) (io.ReadCloser, error) {

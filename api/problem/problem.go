@@ -86,6 +86,8 @@ var (
 	LegalTakedown  = &Problem{Status: http.StatusUnavailableForLegalReasons, Name: "unavailable-for-legal-reasons", Title: "Unavailable for legal reasons"}
 	ContentBlocked = &Problem{Status: http.StatusUnavailableForLegalReasons, Name: "content-blocked", Title: "Content blocked"}
 	ContentUnknown = &Problem{Status: http.StatusConflict, Name: "content-unknown", Title: "Content no longer known"}
+	// NotEditable answers edit as new (GET /?from=) of a paste whose text cannot fill the create form.
+	NotEditable    = &Problem{Status: http.StatusConflict, Name: "not-editable", Title: "Paste cannot be edited as new"}
 	SignInRequired = &Problem{Status: http.StatusUnauthorized, Name: "sign-in-required", Title: "Sign in first"}
 	CrossSite      = &Problem{Status: http.StatusForbidden, Name: "cross-site-request", Title: "Cross-site request refused"}
 )
@@ -96,5 +98,5 @@ var all = []*Problem{
 	BadRequest, BodyIncomplete, BodyTimeout, MediaType, BadIdempotency, KeyReused, Storage,
 	RouteNotFound, MethodNotAllowed, Internal, AdminDisabled, CleanupDisabled, RunNotFound,
 	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented, RangeUnsatisfied,
-	TakenDown, LegalTakedown, ContentBlocked, ContentUnknown, SignInRequired, CrossSite,
+	TakenDown, LegalTakedown, ContentBlocked, ContentUnknown, SignInRequired, CrossSite, NotEditable,
 }

@@ -18,6 +18,7 @@ import (
 
 	"pastebin/api/problem"
 	"pastebin/api/request"
+	"pastebin/store"
 )
 
 // templateFS holds the layout every page is drawn in, and the error page.
@@ -151,6 +152,9 @@ func (s *Site) ErrorPage(w http.ResponseWriter, r *http.Request, p *problem.Prob
 	}
 	if p.Status == http.StatusNotFound || p.Status == http.StatusGone || p.Name == problem.LegalTakedown.Name {
 		d.Gone = chi.URLParam(r, "code")
+	}
+	if from := r.URL.Query().Get("from"); p.Name == problem.NotEditable.Name && store.ValidShortCode(from) {
+		d.Back = "/" + from // edit as new refused: the paste itself is still there to read
 	}
 	refusedForm := p.Status == http.StatusBadRequest || p.Status == http.StatusForbidden || p.Status == http.StatusTooManyRequests
 	if code := chi.URLParam(r, "code"); r.Method == http.MethodPost && code != "" && refusedForm {

@@ -54,10 +54,12 @@ func (pages *Pages) formError(w http.ResponseWriter, r *http.Request, in paste.I
 	pages.renderForm(w, r, p.Status, v, p.Detail)
 }
 
-// formValues are the create form's fields, to show the form again as it was sent.
+// formValues are the create form's fields, to show the form again as it was sent, or filled from a
+// paste (From, its code, and FromTitle, its page's title).
 type formValues struct {
 	Content, Title, Language, Filename, ExpiresIn, MaxViews string
 	Burn                                                    bool
+	From, FromTitle                                         string
 }
 
 // formView is what the create form page shows.
@@ -81,7 +83,12 @@ func (pages *Pages) renderForm(w http.ResponseWriter, r *http.Request, status in
 		l.Selected = l.Value == v.Language
 		fv.Languages = append(fv.Languages, l)
 	}
-	pages.site.Render(w, r, status, pages.index, site.Page{Title: "New paste", Data: fv})
+	if v.Language != "" && !slices.ContainsFunc(languageChoices, func(l languageChoice) bool { return l.Value == v.Language }) {
+		// Any of chroma's names is a language: the menu keeps one it does not list, rather than lose it.
+		fv.Languages = append(fv.Languages, languageChoice{Value: v.Language, Label: v.Language, Selected: true})
+	}
+	// A form filled from a paste holds its text, which is no more for search engines than its page.
+	pages.site.Render(w, r, status, pages.index, site.Page{Title: "New paste", NoIndex: v.From != "", Data: fv})
 }
 
 // expiryChoice is one option of the form's expiry menu.

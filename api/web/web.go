@@ -1,13 +1,13 @@
-// Package web is the public pages: the create form, a paste's page (highlighted, or the page that
-// asks before a burn-after-reading paste is taken), the page of a paste a button took, and the
-// forms that create and delete without JavaScript. Every page is drawn in the site's layout.
+// Package web is the public pages: the create form (filled from a paste: edit as new), a paste's
+// page (highlighted, or the page that asks before a view of a view-limited paste is taken), the page
+// of a paste a button took, the list of this browser's pastes, and the forms that create and delete
+// without JavaScript. Every page is drawn in the site's layout.
 package web
 
 import (
 	"embed"
 	"fmt"
 	"html/template"
-	"io"
 	"net/http"
 	"time"
 
@@ -41,6 +41,7 @@ type Pages struct {
 	site     *site.Site
 	index    *template.Template
 	paste    *template.Template
+	mine     *template.Template
 	renders  *renderer
 	expiries []expiryChoice
 	maxBytes int64
@@ -52,17 +53,28 @@ type Pages struct {
 func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registerer) *Pages {
 	return &Pages{
 		site: st, index: st.Parse(templateFS, "templates/index.html"), paste: st.Parse(templateFS, "templates/paste.html"),
+		mine:    st.Parse(templateFS, "templates/mine.html"),
 		renders: newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, reg), expiries: expiryChoices(cfg.Expiry),
 		maxBytes: cfg.MaxPasteBytes, now: now,
 	}
 }
 
-// HandleIndex handles GET / for browsers: the create form.
-func HandleIndex(pages *Pages) http.Handler {
+// HandleIndex handles GET / for browsers: the create form, or with ?from=<code> the form filled
+// with that paste (edit as new, editnew.go).
+func HandleIndex(pages *Pages, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The form changes only with the binary; revalidating keeps the back button fast.
+		// The form changes only with the binary; revalidating keeps the back button fast. Filled
+		// from a paste, revalidating also means a deleted paste does not fill it from a cache.
 		w.Header().Set("Cache-Control", "no-cache")
-		pages.renderForm(w, r, http.StatusOK, formValues{}, "")
+		var v formValues
+		if from := r.URL.Query().Get("from"); from != "" {
+			var err error
+			if v, err = pages.copyOf(r, rd, from); err != nil {
+				pages.site.Error(w, r, err)
+				return
+			}
+		}
+		pages.renderForm(w, r, http.StatusOK, v, "")
 	})
 }
 
@@ -89,6 +101,7 @@ type pasteView struct {
 	Token                   string // the delete token, shown once after a browser create
 	Content                 rendered
 	RawAvailable, Deletable bool
+	EditAsNew               bool // the page links the create form filled with this paste
 }
 
 func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
@@ -119,8 +132,8 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 		}
 		v := pages.newPasteView(r, f.Paste)
 		switch {
-		case v.Encrypted:
-		case v.ViewLimited:
+		case v.Encrypted: // its script fetches the ciphertext, or asks first if only a POST reads it
+		case !paste.OpenToGet(f.Paste):
 			v.Interstitial, v.RawAvailable = true, false
 		default:
 			v.Content, err = pages.content(r, rd, f)
@@ -129,6 +142,7 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 			pages.site.Error(w, r, err)
 			return
 		}
+		v.EditAsNew = v.Content.HTML != "" && editableAsNew(f.Paste) // shown as text, so the form can hold it
 		v.Token = takeTokenCookie(w, r, code)
 		pages.site.Render(w, r, http.StatusOK, pages.paste, site.Page{Title: v.PageTitle(), NoIndex: true, Data: v})
 	})
@@ -139,14 +153,9 @@ func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (r
 	if f.Paste.Size > maxShownBytes {
 		return tooLargeToShow, nil
 	}
-	body, err := rd.Body(r.Context(), f)
+	data, err := rd.Bytes(r.Context(), f)
 	if err != nil {
 		return rendered{}, err
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil {
-		return rendered{}, fmt.Errorf("%w: %w", paste.ErrBlobUnavailable, err)
 	}
 	return pages.renders.page(f.Paste, data), nil
 }

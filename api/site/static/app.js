@@ -266,6 +266,10 @@
     }
   }
 
+  // What the pages' own scripts (mine.js) share with this one: the one store of delete tokens, how a
+  // time to come is worded, and the live region.
+  window.pastebin = Object.freeze({ tokens, relative, announce });
+
   function start() {
     tokens.prune();
     forgetGonePastes();

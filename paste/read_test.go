@@ -1,0 +1,82 @@
+package paste
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"pastebin/blob/blobtest"
+	"pastebin/blob/codec"
+	"pastebin/cache/cachetest"
+	"pastebin/store/storetest"
+)
+
+// TestBodyOnlyForGets: Body and Stored, which every read but the consuming POST reads through,
+// refuse a paste with a view limit (burn after reading is one view) whoever calls them, with the
+// paste its answer is worded by, and take nothing: the POST still gets the bytes and the view.
+func TestBodyOnlyForGets(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	s, b := storetest.New(t, logger), blobtest.New(t)
+	c, _ := cachetest.New(t, logger)
+	cd := codec.New()
+	creator := NewCreator(s, b, cd, CreateConfig{Expiry: ExpiryPolicy{Default: time.Hour}, DedupTiming: DedupOff}, time.Now, logger)
+	rd := NewReader(s, b, c, cd, ReadConfig{CacheTTL: time.Hour, CacheMaxBytes: 1 << 10}, time.Now, prometheus.NewRegistry())
+	consumer := NewConsumer(rd, NewRemover(s, c, nil, logger))
+	for _, tt := range []struct {
+		name     string
+		in       Input
+		maxViews int // 0: any GET reads it
+	}{
+		{"no limit", Input{}, 0},
+		{"burn", Input{Burn: true}, 1},
+		{"three views", Input{MaxViews: 3}, 3},
+	} {
+		content := []byte("paste of " + tt.name)
+		hash := sha256.Sum256(content)
+		tt.in.Content, tt.in.Hash = content, hash[:]
+		if err := tt.in.Tidy(); err != nil { // as every caller checks it (Input)
+			t.Fatal(err)
+		}
+		made, err := creator.Create(ctx, tt.in, IdempotencyKey{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := rd.Find(ctx, made.Paste.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := rd.Body(ctx, f)
+		if OpenToGet(f.Paste) != (tt.maxViews == 0) {
+			t.Errorf("%s: OpenToGet %v", tt.name, OpenToGet(f.Paste))
+		}
+		if tt.maxViews > 0 {
+			stored, serr := rd.Stored(ctx, f)
+			var byPost *ReadByPostError
+			if !errors.Is(err, ErrReadByPost) || body != nil || !errors.Is(serr, ErrReadByPost) || stored != nil || f.StoredBytes() != nil ||
+				!errors.As(err, &byPost) || byPost.Paste.MaxViews != tt.maxViews {
+				t.Fatalf("%s: Body and Stored: %v, %v; want ErrReadByPost of the paste and no bytes", tt.name, err, serr)
+			}
+			got, err := consumer.Consume(ctx, made.Paste.Code)
+			if err != nil || string(got.Content) != string(content) || got.Paste.ViewsLeft != tt.maxViews-1 {
+				t.Errorf("%s: the POST after Body: %q, %d views left, %v; want the bytes and every view but its own", tt.name, got.Content, got.Paste.ViewsLeft, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(body)
+		body.Close()
+		if string(data) != string(content) {
+			t.Errorf("Body of a paste without a view limit: %q", data)
+		}
+	}
+}
