@@ -46,16 +46,17 @@ func chromiumPath(t *testing.T) string {
 }
 
 // newTab starts Chromium with a fresh profile, bounded in time, and opens a tab on e's server.
-func newTab(t *testing.T, e *env) *tab {
+// extra are more of Chromium's options.
+func newTab(t *testing.T, e *env, extra ...chromedp.ExecAllocatorOption) *tab {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
-	actx, acancel := chromedp.NewExecAllocator(ctx,
+	actx, acancel := chromedp.NewExecAllocator(ctx, append([]chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath(t)), chromedp.UserDataDir(t.TempDir()),
 		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
 		chromedp.Flag("hide-scrollbars", true), chromedp.WindowSize(1280, 900),
-	)
+	}, extra...)...)
 	bctx, bcancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { bcancel(); acancel(); cancel() })
 	b := &tab{t: t, ctx: bctx, base: e.srv.URL}

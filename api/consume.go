@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
@@ -23,8 +24,9 @@ const (
 	pageButtonValue = "page"
 )
 
-// handlePasteConsume handles POST /{code} and POST /raw/{code}, the one way to read a paste that
-// burns after reading, and POST /{code}/burn, where pages from before kept their button. asPage
+// handlePasteConsume handles POST /{code} and POST /raw/{code}, the one way to read a paste with a
+// view limit (burn after reading is one view), and POST /{code}/burn, where pages from before kept
+// their button. asPage
 // tells the page's button from curl -X POST: the button gets the page showing the content, every
 // other POST exactly the bytes, whatever its Accept.
 func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consumer, reps *representation.Server,
@@ -39,12 +41,19 @@ func handlePasteConsume(st *site.Site, pages *web.Pages, consumer *paste.Consume
 			return
 		}
 		page := asPage(w, r)
-		c, err := consumer.Consume(r.Context(), code)
+		var c paste.Consumed
+		var err error
+		if page {
+			c, err = consumer.ConsumeForPage(r.Context(), code)
+		} else {
+			c, err = consumer.Consume(r.Context(), code)
+		}
 		switch {
-		case errors.Is(err, paste.ErrNothingToConsume) && page:
-			http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther) // any GET of its page shows it
+		case (errors.Is(err, paste.ErrNothingToConsume) || errors.Is(err, paste.ErrEncrypted)) && page:
+			// Any GET of its page shows it; an encrypted paste's page takes its view with its script.
+			http.Redirect(w, r, "/"+c.Paste.Code, http.StatusSeeOther)
 		case errors.Is(err, paste.ErrNothingToConsume):
-			refuse(w, r, "This paste does not burn after reading: a POST has nothing to take. Read it with GET.")
+			refuse(w, r, "This paste has no view limit: a POST has nothing to take. Read it with GET.")
 		case err != nil:
 			st.Error(w, r, err)
 		case page:
@@ -73,12 +82,13 @@ func fromPageButton(w http.ResponseWriter, r *http.Request) bool {
 // paste's own URL took POSTs sends no field.
 func alwaysPage(http.ResponseWriter, *http.Request) bool { return true }
 
-// serveConsumed answers the bytes of a paste that a POST took, in the coding Accept-Encoding
-// takes, and hands what went wrong to answer: nobody can fetch them again, so no cache may keep
-// them either, and no form of them is kept (the Content has no Key).
+// serveConsumed answers the bytes of a view a POST took, in the coding Accept-Encoding takes, with
+// the views left, and hands what went wrong to answer: nobody can fetch them again through this
+// view, so no cache may keep them either, and no form of them is kept (the Content has no Key).
 func serveConsumed(w http.ResponseWriter, r *http.Request, reps *representation.Server, c paste.Consumed, answer func(error)) {
 	setRawHeaders(w.Header(), r, c.Paste)
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Paste-Views-Left", strconv.Itoa(c.Paste.ViewsLeft))
 	sc, err := storedContent(c.Paste, c.Stored, nil)
 	if err == nil {
 		err = reps.Serve(w, r, sc)
@@ -86,9 +96,8 @@ func serveConsumed(w http.ResponseWriter, r *http.Request, reps *representation.
 	answer(err)
 }
 
-// readWithPost is the answer to a GET or HEAD of a paste that burns after reading: it says how to
-// read it, and never holds its content.
-func readWithPost(u site.PasteURLs) error {
-	return problem.BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " +
-		"curl -X POST " + u.Page + " answers its bytes; in a browser, open " + u.Page + " and press its button.")
+// readWithPost is the answer to a GET or HEAD of a paste that only a POST reads (paste.OpenToGet):
+// it says how to read it, and never holds its content.
+func readWithPost(p store.Paste, u site.PasteURLs) error {
+	return problem.ReadByPost(p, "curl -X POST "+u.Page+" answers its bytes; in a browser, open "+u.Page+" and press its button.")
 }

@@ -76,19 +76,24 @@ func readContent(r io.Reader, max int64) ([]byte, []byte, error) {
 // decodeCurlCreate reads a create from curl and the like: a raw body (--data-binary, -T) or a
 // multipart form (-F file=@x), with options as query parameters, headers or form fields.
 func decodeCurlCreate(r *http.Request, max int64) (paste.Input, error) {
-	in := paste.Input{Filename: pathParam(r, "name")}
+	uploadName := pathParam(r, "name")
+	in := paste.Input{Filename: uploadName}
 	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
 		return paste.Input{}, err
 	}
 	mediaType, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	var partName string
 	var err error
 	if mediaType == "multipart/form-data" {
-		err = decodeMultipart(r, params["boundary"], max, &in)
+		err = decodeMultipart(r, params["boundary"], max, &in, &partName)
 	} else {
 		in.Content, in.Hash, err = readContent(r.Body, max)
 	}
 	if err != nil {
 		return paste.Input{}, asPasteLimit(err, max)
+	}
+	if in.Encryption != "" && (in.Filename == uploadName || in.Filename == partName) {
+		in.Filename = "" // the upload's own name, not the paste's: that one is inside the ciphertext
 	}
 	return in, in.Tidy()
 }
@@ -127,6 +132,8 @@ func isTooBig(err error) bool {
 var optionNames = []struct{ query, header string }{
 	{"expires_in", "Paste-Expires-In"},
 	{"burn", "Paste-Burn-After-Reading"},
+	{"max_views", "Paste-Max-Views"},
+	{"encryption", "Paste-Encryption"},
 	{"title", "Paste-Title"},
 	{"language", "Paste-Language"},
 	{"filename", "Paste-Filename"},
@@ -161,6 +168,14 @@ func applyOptions(in *paste.Input, opts map[string]string) error {
 				return err
 			}
 			in.Burn = b
+		case "max_views":
+			n, err := parseMaxViews(v)
+			if err != nil {
+				return err
+			}
+			in.MaxViews = n
+		case "encryption":
+			in.Encryption = v
 		case "title":
 			in.Title = v
 		case "language":
@@ -182,9 +197,23 @@ func parseBool(v string) (bool, error) {
 	return false, problem.BadRequest.WithDetail("burn must be true or false.")
 }
 
+// parseMaxViews reads a view limit: a whole number, or empty for none. Paste.Input.Tidy checks its range.
+func parseMaxViews(v string) (int, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, problem.BadRequest.WithDetail("max_views must be a whole number from 1 to 1000.")
+	}
+	return n, nil
+}
+
 // decodeMultipart streams the form: the "file" part (or else the "content" field) is the paste, and
-// the other known fields are options. Nothing but the content may be large.
-func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Input) error {
+// the other known fields are options. Nothing but the content may be large. partName is set to the
+// file part's own name.
+func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Input, partName *string) error {
 	if boundary == "" {
 		return problem.BadRequest.WithDetail("multipart/form-data without a boundary.")
 	}
@@ -199,7 +228,7 @@ func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Inpu
 		if err != nil {
 			return asMultipartError(err)
 		}
-		if err := readPart(part, max, in, opts, &content, &hash); err != nil {
+		if err := readPart(part, max, in, opts, &content, &hash, partName); err != nil {
 			return err
 		}
 	}
@@ -210,7 +239,7 @@ func decodeMultipart(r *http.Request, boundary string, max int64, in *paste.Inpu
 	return applyOptions(in, opts)
 }
 
-func readPart(part *multipart.Part, max int64, in *paste.Input, opts map[string]string, content, hash *[]byte) error {
+func readPart(part *multipart.Part, max int64, in *paste.Input, opts map[string]string, content, hash *[]byte, partName *string) error {
 	defer part.Close()
 	switch name := part.FormName(); name {
 	case "file", "content":
@@ -224,10 +253,10 @@ func readPart(part *multipart.Part, max int64, in *paste.Input, opts map[string]
 		if c != nil {
 			*content, *hash = c, h
 			if name == "file" && in.Filename == "" {
-				in.Filename = part.FileName()
+				in.Filename, *partName = part.FileName(), part.FileName()
 			}
 		}
-	case "expires_in", "burn", "burn_after_read", "title", "language", "filename":
+	case "expires_in", "burn", "burn_after_read", "max_views", "encryption", "title", "language", "filename":
 		v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
 		if err != nil {
 			return asMultipartError(err)
@@ -258,9 +287,12 @@ type jsonCreate struct {
 	Content       *string         `json:"content"`
 	ExpiresIn     json.RawMessage `json:"expires_in"`
 	BurnAfterRead bool            `json:"burn_after_read"`
+	MaxViews      *int            `json:"max_views"`
 	Title         string          `json:"title"`
 	Language      string          `json:"language"`
 	Filename      string          `json:"filename"`
+	// Encryption is refused: an encrypted paste is binary, sent as the raw body of POST /.
+	Encryption json.RawMessage `json:"encryption"`
 }
 
 // decodeJSONCreate reads a JSON create. The body may be larger than the paste limit, since JSON
@@ -300,6 +332,10 @@ func jsonEnd(dec *json.Decoder) error {
 }
 
 func jsonInput(body jsonCreate, max int64) (paste.Input, error) {
+	if len(body.Encryption) > 0 && string(body.Encryption) != "null" {
+		return paste.Input{}, problem.BadRequest.WithDetail("An encrypted paste is sent as the binary body of POST /, " +
+			"with its format in Paste-Encryption, not in JSON (see docs/encryption.md).")
+	}
 	if body.Content == nil || *body.Content == "" {
 		return paste.Input{}, problem.Empty.WithDetail(`The "content" field is missing or empty.`)
 	}
@@ -315,6 +351,12 @@ func jsonInput(body jsonCreate, max int64) (paste.Input, error) {
 	in := paste.Input{
 		Content: content, Hash: h[:], Title: body.Title, Language: body.Language,
 		Filename: body.Filename, Burn: body.BurnAfterRead, ExpiresIn: expiresIn,
+	}
+	if body.MaxViews != nil {
+		if *body.MaxViews < 1 {
+			return paste.Input{}, problem.BadRequest.WithDetail("max_views must be a whole number from 1 to 1000, or null.")
+		}
+		in.MaxViews = *body.MaxViews
 	}
 	return in, in.Tidy()
 }

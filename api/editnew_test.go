@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"pastebin/envelope"
 )
 
 // TestEditAsNew: a paste's page links the create form filled on the server with its text, title,
@@ -55,12 +57,16 @@ func TestEditAsNew(t *testing.T) {
 }
 
 // TestEditAsNewRefusals: edit as new is not offered, and GET /?from= answers 409 without a byte of
-// the text, for a paste that burns after reading (which stays unread) and one the form cannot hold;
+// the text and saying why, for a paste that burns after reading or has a view limit (which keep
+// every view), an encrypted one (whose text the server cannot read) and one the form cannot hold;
 // a paste that is gone or was never there answers as its page does.
 func TestEditAsNewRefusals(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withMaxSize(2<<20))
 	burn := e.create("read me once", "?burn=true")
+	limited := e.create("read me once or twice", "?max_views=2")
+	sealed, format, _ := seal(t, envelope.Paste{Text: []byte("read me once, encrypted")}, "")
+	encrypted := e.createEncrypted(sealed, format.String(), "")
 	binary := e.create("\x00\x01not text\xff", "")
 	large := e.create(strings.Repeat("a line of text\n", 80<<10), "") // over the page's 1 MiB
 	deleted := e.create("deleted", "")
@@ -70,17 +76,21 @@ func TestEditAsNewRefusals(t *testing.T) {
 	for _, tt := range []struct {
 		name, code string
 		status     int
+		why        string
 	}{
-		{"burn", burn.code, http.StatusConflict},
-		{"binary", binary.code, http.StatusConflict},
-		{"large", large.code, http.StatusConflict},
-		{"deleted", deleted.code, http.StatusGone},
-		{"unknown", "Abcdefghijk", http.StatusNotFound},
-		{"malformed", "../etc", http.StatusNotFound},
+		{"burn", burn.code, http.StatusConflict, "burns after reading"},
+		{"view limit", limited.code, http.StatusConflict, "has a view limit"},
+		{"encrypted", encrypted, http.StatusConflict, "encrypted end to end"},
+		{"binary", binary.code, http.StatusConflict, "not text"},
+		{"large", large.code, http.StatusConflict, "too large"},
+		{"deleted", deleted.code, http.StatusGone, ""},
+		{"unknown", "Abcdefghijk", http.StatusNotFound, ""},
+		{"malformed", "../etc", http.StatusNotFound, ""},
 	} {
 		r := e.page("/?from=" + url.QueryEscape(tt.code))
-		if r.StatusCode != tt.status || strings.Contains(r.text(), "read me once") || strings.Contains(r.text(), "<textarea") {
-			t.Errorf("%s: GET /?from=: %d; want %d, an error page without the text", tt.name, r.StatusCode, tt.status)
+		if r.StatusCode != tt.status || strings.Contains(r.text(), "read me once") || strings.Contains(r.text(), "<textarea") ||
+			!strings.Contains(r.text(), tt.why) {
+			t.Errorf("%s: GET /?from=: %d; want %d, an error page without the text, saying %q", tt.name, r.StatusCode, tt.status, tt.why)
 		}
 		if tt.status == http.StatusConflict && !strings.Contains(r.text(), `href="/`+tt.code+`"`) {
 			t.Errorf("%s: the refusal does not lead back to the paste", tt.name)
@@ -91,5 +101,8 @@ func TestEditAsNewRefusals(t *testing.T) {
 	}
 	if r := e.do(e.request(http.MethodPost, "/raw/"+burn.code, nil)); r.StatusCode != http.StatusOK || r.text() != "read me once" {
 		t.Errorf("the burn paste after GET /?from=: %d %q; want it still there for its POST", r.StatusCode, r.body)
+	}
+	if r := e.do(e.request(http.MethodPost, "/raw/"+limited.code, nil)); r.StatusCode != http.StatusOK || r.Header.Get("Paste-Views-Left") != "1" {
+		t.Errorf("the view-limited paste after GET /?from=: %d, %q views left; want its first view taken now", r.StatusCode, r.Header.Get("Paste-Views-Left"))
 	}
 }

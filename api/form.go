@@ -36,7 +36,7 @@ func webFormDecoder(maxBytes int64) web.Decoder {
 }
 
 // webFormFields are the form's option fields; anything else in the form is ignored.
-var webFormFields = []string{"expires_in", "burn", "title", "language", "filename"}
+var webFormFields = []string{"expires_in", "burn", "max_views", "title", "language", "filename"}
 
 // decodeWebForm reads the create form, multipart (the page's own form, which can carry a file) or
 // urlencoded. Even on error it returns what it read, so the form can be shown again filled in.

@@ -223,6 +223,9 @@ func sentInput(content []byte, fields []string) paste.Input {
 		Language: strings.ToLower(strings.TrimSpace(fields[1])), Filename: strings.TrimSpace(fields[2]), ExpiresIn: fields[3],
 	}
 	in.Burn, _ = parseBool(fields[4])
+	if in.Burn {
+		in.MaxViews = 1 // burn after reading is a view limit of one
+	}
 	return in
 }
 

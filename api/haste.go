@@ -15,7 +15,8 @@ import (
 // haste-server's API, the one editor plugins, chat bots and command-line tools speak: POST
 // /documents answers {"key": ...}, GET /documents/{key} answers {"key", "data"}, GET /raw/{key} the
 // text. It is an adapter over the same create and read flows as every other route (limits, blocks,
-// dedup and the burn rule included), with haste's shapes around them.
+// dedup, view limits and the rule of which pastes a GET reads included), with haste's shapes around
+// them.
 
 // hasteCreated is the answer to a haste create.
 type hasteCreated struct {
@@ -30,7 +31,8 @@ type hasteDocument struct {
 
 // handleHasteCreate handles POST /documents: the raw body is the paste whatever its Content-Type
 // (haste clients send text/plain, a form type, or none), so a browser's form post is not the page's
-// create form here. Options are curl's query parameters and headers.
+// create form here. Options are curl's query parameters and headers, a view limit included; an
+// encrypted paste is refused, since haste's JSON carries text and ciphertext is bytes.
 func handleHasteCreate(st *site.Site, creator *paste.Creator, maxBytes int64) http.Handler {
 	return handlePasteCreate(st, creator, maxBytes, maxBytes, decodeHasteCreate, writeHasteCreated)
 }
@@ -39,6 +41,10 @@ func decodeHasteCreate(r *http.Request, max int64) (paste.Input, error) {
 	var in paste.Input
 	if err := applyOptions(&in, queryAndHeaderOptions(r)); err != nil {
 		return paste.Input{}, err
+	}
+	if in.Encryption != "" {
+		return paste.Input{}, problem.BadRequest.WithDetail("haste's API carries text, and an encrypted paste is bytes: " +
+			"create it with POST / and its Paste-Encryption header, as pastebin put --encrypt does (see docs/encryption.md).")
 	}
 	var err error
 	if in.Content, in.Hash, err = readContent(r.Body, max); err != nil {
@@ -55,13 +61,13 @@ func writeHasteCreated(w http.ResponseWriter, _ *http.Request, _ site.PasteURLs,
 }
 
 // handleHasteRead handles GET /documents/{key}: the paste's text in JSON. Like every GET it never
-// has the content of a paste that burns after reading (409, as raw answers). haste's data is a
-// string: bytes that are not UTF-8 come out as U+FFFD, and /raw/{key} has them exactly.
+// has the content of a paste with a view limit, burn included (409, as raw answers). haste's data
+// is a string: bytes that are not UTF-8 come out as U+FFFD, and /raw/{key} has them exactly.
 func handleHasteRead(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), hasteCode(chi.URLParam(r, "key")))
 		if err == nil && !paste.OpenToGet(f.Paste) {
-			err = readWithPost(st.URLs(r, f.Paste.Code))
+			err = readWithPost(f.Paste, st.URLs(r, f.Paste.Code))
 		}
 		var data []byte
 		if err == nil {

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pastebin/envelope"
 )
 
 // hasteCreate posts body to /documents as a haste client does and returns the key it answered.
@@ -148,6 +151,67 @@ func TestHasteRefusals(t *testing.T) {
 	}
 	if r := e.do(e.request(http.MethodPost, "/raw/"+burn.code, nil)); r.StatusCode != http.StatusOK || r.text() != "read me once" {
 		t.Errorf("the burn paste after the haste GETs: %d %q; want it still there for its POST", r.StatusCode, r.body)
+	}
+}
+
+// TestHasteViewLimitsAndEncryption: a haste create takes a view limit as POST / does (query or
+// header, refused out of range), and haste's GET of a view-limited paste answers 409 with the
+// type the raw read gives it, burn-after-reading or view-limited, taking no view. An encrypted
+// body is refused (400) and nothing is stored: haste's JSON carries text, and ciphertext is bytes.
+func TestHasteViewLimitsAndEncryption(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	byQuery := e.hasteCreate("three by query", "?max_views=3")
+	byHeader := e.hasteCreate("three by header", "", "Paste-Max-Views", "3")
+	burn := e.hasteCreate("burn by haste", "?burn=true")
+	for _, tt := range []struct{ key, typ, text string }{
+		{byQuery, "view-limited", "three by query"},
+		{byHeader, "view-limited", "three by header"},
+		{burn, "burn-after-reading", "burn by haste"},
+	} {
+		var meta struct {
+			MaxViews  int `json:"max_views"`
+			ViewsLeft int `json:"views_left"`
+		}
+		_ = json.Unmarshal(e.get("/api/v1/pastes/"+tt.key).body, &meta)
+		if want := map[bool]int{true: 1, false: 3}[tt.key == burn]; meta.MaxViews != want || meta.ViewsLeft != want {
+			t.Errorf("%s: max_views %d, views_left %d; want %d of %d", tt.text, meta.MaxViews, meta.ViewsLeft, want, want)
+		}
+		for _, path := range []string{"/documents/" + tt.key, "/documents/" + tt.key + ".txt", "/raw/" + tt.key} {
+			r := e.get(path)
+			if r.StatusCode != http.StatusConflict || problemType(t, r) != "/problems/"+tt.typ || strings.Contains(r.text(), tt.text) {
+				t.Errorf("GET %s of %q: %d %s; want 409 %s without the text", path, tt.text, r.StatusCode, r.body, tt.typ)
+			}
+		}
+		if r := e.do(e.request(http.MethodHead, "/documents/"+tt.key, nil)); r.StatusCode != http.StatusConflict {
+			t.Errorf("HEAD /documents of %q: %d, want 409", tt.text, r.StatusCode)
+		}
+		r := e.do(e.request(http.MethodPost, "/raw/"+tt.key, nil))
+		if want := map[bool]string{true: "0", false: "2"}[tt.key == burn]; r.StatusCode != http.StatusOK || r.text() != tt.text || r.Header.Get("Paste-Views-Left") != want {
+			t.Errorf("POST /raw of %q after the GETs: %d %q, %s views left; want %s", tt.text, r.StatusCode, r.body, r.Header.Get("Paste-Views-Left"), want)
+		}
+	}
+	for _, q := range []string{"?max_views=0", "?max_views=1001", "?max_views=two", "?burn=true&max_views=2"} {
+		if r := e.do(e.request(http.MethodPost, "/documents"+q, strings.NewReader("x"))); r.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST /documents%s: %d, want 400 as POST / answers", q, r.StatusCode)
+		}
+	}
+	body, format, _ := seal(t, envelope.Paste{Text: []byte("secret")}, "")
+	for _, tt := range []struct{ query, header string }{
+		{"", format.String()},
+		{"?encryption=" + url.QueryEscape(format.String()), ""},
+	} {
+		var headers []string
+		if tt.header != "" {
+			headers = []string{"Paste-Encryption", tt.header}
+		}
+		r := e.do(e.request(http.MethodPost, "/documents"+tt.query, bytes.NewReader(body), headers...))
+		if r.StatusCode != http.StatusBadRequest || problemType(t, r) != "/problems/malformed-request" || !strings.Contains(r.text(), "POST /") {
+			t.Errorf("an encrypted haste create (%q, %q): %d %s; want 400 naming POST /", tt.query, tt.header, r.StatusCode, r.body)
+		}
+	}
+	if n := e.refCount(string(body)); n != -1 {
+		t.Errorf("the refused ciphertext has a content row (ref_count %d)", n)
 	}
 }
 

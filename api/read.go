@@ -36,6 +36,9 @@ type pasteJSON struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	ExpiresAt     *time.Time `json:"expires_at"`
 	BurnAfterRead bool       `json:"burn_after_read"`
+	MaxViews      *int       `json:"max_views"`  // null: no limit
+	ViewsLeft     *int       `json:"views_left"` // null: no limit
+	Encryption    *string    `json:"encryption"` // null: plain text
 	Title         string     `json:"title"`
 	Language      string     `json:"language"`
 	Filename      string     `json:"filename"`
@@ -44,16 +47,22 @@ type pasteJSON struct {
 func newPasteJSON(p store.Paste, u site.PasteURLs) pasteJSON {
 	j := pasteJSON{
 		Code: p.Code, URL: u.Page, RawURL: u.Raw, Size: p.Size, CreatedAt: p.CreatedAt.UTC(),
-		BurnAfterRead: p.BurnAfterRead, Title: p.Title, Language: p.Language, Filename: p.Filename,
+		BurnAfterRead: p.BurnAfterRead(), Title: p.Title, Language: p.Language, Filename: p.Filename,
 	}
 	if !p.ExpiresAt.IsZero() {
 		t := p.ExpiresAt.UTC()
 		j.ExpiresAt = &t
 	}
+	if p.ViewLimited() {
+		j.MaxViews, j.ViewsLeft = &p.MaxViews, &p.ViewsLeft
+	}
+	if p.Encryption != "" {
+		j.Encryption = &p.Encryption
+	}
 	return j
 }
 
-// handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never burns a paste.
+// handlePasteMeta handles GET /api/v1/pastes/{code}: metadata only, so it never takes a view.
 func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
@@ -67,15 +76,15 @@ func handlePasteMeta(st *site.Site, rd *paste.Reader) http.Handler {
 }
 
 // handlePasteText handles GET and HEAD (middleware.GetHead) of /raw/{code}, and of /{code} for
-// clients that do not ask for HTML: the bytes, always as plain text that no browser will run, in
-// the coding Accept-Encoding takes, or the Range asked for (representation.Server). A HEAD is
-// answered without reading S3. A paste that burns after reading is never read by a GET
-// (handlePasteConsume).
+// clients that do not ask for HTML: the bytes, always as plain text that no browser will run (an
+// encrypted paste's as bytes), in the coding Accept-Encoding takes, or the Range asked for
+// (representation.Server). A HEAD is answered without reading S3. A paste with a view limit is
+// never read by a GET (handlePasteConsume).
 func handlePasteText(st *site.Site, rd *paste.Reader, reps *representation.Server, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := rd.Find(r.Context(), chi.URLParam(r, "code"))
 		if err == nil && !paste.OpenToGet(f.Paste) {
-			err = readWithPost(st.URLs(r, f.Paste.Code))
+			err = readWithPost(f.Paste, st.URLs(r, f.Paste.Code))
 		}
 		if err != nil {
 			st.Error(w, r, err)
@@ -116,9 +125,14 @@ func answerServeError(w http.ResponseWriter, r *http.Request, st *site.Site, log
 	}
 }
 
-// setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they hold.
+// setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they
+// hold; an encrypted paste's as bytes, with the format its reader decrypts them by.
 func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if p.Encryption != "" {
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Paste-Encryption", p.Encryption)
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
 	h.Set("X-Robots-Tag", "noindex") // a public link is not an invitation to put the text in a search index
@@ -135,6 +149,9 @@ func setRawHeaders(h http.Header, r *http.Request, p store.Paste) {
 // clients that read only that one, curl -J among them (RFC 6266, appendix D).
 func attachment(p store.Paste) string {
 	name := cmp.Or(p.Filename, p.Code+".txt")
+	if p.Encryption != "" {
+		name = p.Code + ".bin" // the ciphertext; its name is inside it
+	}
 	ascii := asciiFilename(name, p.Code)
 	cd := mime.FormatMediaType("attachment", map[string]string{"filename": ascii})
 	if ascii != name {

@@ -33,10 +33,14 @@ The answer is the paste's URL and, on a second line, its delete token:
   curl -X DELETE -H 'Authorization: Bearer <token>' ` + base + `<code>
 
 Options (query parameter or header): expires_in (10m, 1h, 1d, 1w, 30d, seconds` + neverNote(expiry) + `),
-burn=true (burn after reading), title, language, filename.
+burn=true (burn after reading), max_views (1 to 1000), title, language, filename.
 
-A burn-after-reading paste is read once, with a POST; a GET never returns it:
+A burn-after-reading or view-limited paste is read with a POST, which takes one view; a GET
+never returns it:
   curl -X POST ` + base + `<code>
+
+End-to-end encrypted pastes: pastebin put --encrypt, or the web page's switch (the key stays in
+the link's #fragment).
 
 Haste clients (editor plugins, chat bots, hastebin tools) take ` + base + ` as their server.
 

@@ -24,11 +24,13 @@ type Paste struct {
 	Size        int64  `json:"size"` // of the original bytes
 	// Encoding is how Content (and the blob) is stored: "" the original bytes, "zstd" a frame of
 	// StoredSize bytes. The cache holds a paste as S3 does, compressed.
-	Encoding   string    `json:"enc,omitempty"`
-	StoredSize int64     `json:"stored,omitempty"`
-	Title      string    `json:"title,omitempty"`
-	Language   string    `json:"lang,omitempty"`
-	Filename   string    `json:"file,omitempty"`
+	Encoding   string `json:"enc,omitempty"`
+	StoredSize int64  `json:"stored,omitempty"`
+	Title      string `json:"title,omitempty"`
+	Language   string `json:"lang,omitempty"`
+	Filename   string `json:"file,omitempty"`
+	// Encryption is an end-to-end encrypted paste's format: its content is ciphertext.
+	Encryption string    `json:"e2e,omitempty"`
 	CreatedAt  time.Time `json:"created"`
 	ExpiresAt  time.Time `json:"expires"` // zero: never
 	Content    []byte    `json:"-"`       // nil when the paste is too big to cache
@@ -253,14 +255,11 @@ func (c *Cache) note(ctx context.Context, err error) error {
 }
 
 // An entry is a version byte, the length of the JSON header, the header, then the content as
-// stored. Version 1 entries, from before entries were stamped with their server, are misses.
-// Version 2 entries, from before compression, hold the original bytes and read as such; version 3
-// says how its content is stored, which a version 2 reader, not knowing it, would serve as the
-// text: it finds an unknown format, a miss.
-const (
-	entryVersion         = 3
-	entryVersionIdentity = 2
-)
+// stored. Entries from before version 4 are misses: version 1 from before entries were stamped with
+// their server, 2 from before compression (its content the original bytes), 3 from before encrypted
+// pastes, whose entry would read as plain text without its format. A reader of an older version
+// finds version 4 an unknown format, a miss.
+const entryVersion = 4
 
 // errOldEntry says an entry was written in an older format: a miss, not worth a log line.
 var errOldEntry = errors.New("entry of an older format")
@@ -279,9 +278,9 @@ func encode(p Paste) ([]byte, error) {
 
 func decode(raw []byte) (Paste, error) {
 	switch {
-	case len(raw) > 0 && raw[0] < entryVersionIdentity:
+	case len(raw) > 0 && raw[0] < entryVersion:
 		return Paste{}, errOldEntry
-	case len(raw) < 5 || raw[0] > entryVersion:
+	case len(raw) < 5 || raw[0] != entryVersion:
 		return Paste{}, errors.New("unknown entry format")
 	}
 	n := binary.BigEndian.Uint32(raw[1:5])
@@ -291,9 +290,6 @@ func decode(raw []byte) (Paste, error) {
 	var p Paste
 	if err := json.Unmarshal(raw[5:5+n], &p); err != nil {
 		return Paste{}, err
-	}
-	if raw[0] == entryVersionIdentity {
-		p.Encoding, p.StoredSize = "", p.Size // whatever the header says: it cannot know
 	}
 	if rest := raw[5+n:]; len(rest) > 0 {
 		p.Content = rest

@@ -22,8 +22,12 @@ type Input struct {
 	Title     string
 	Language  string
 	Filename  string
-	Burn      bool
+	Burn      bool   // burn after reading: Tidy makes it MaxViews 1
+	MaxViews  int    // the paste's view limit, 1 to MaxViews; 0 for none
 	ExpiresIn string // as the client wrote it; empty means the policy's default
+	// Encryption names the format of an end-to-end encrypted paste's Content (docs/encryption.md),
+	// which the server checks for shape only; "" for plain text.
+	Encryption string
 }
 
 // Created is the answer to a create: the paste and, this once, its delete token.
@@ -98,7 +102,8 @@ func (c *Creator) newPaste(in Input, lifetime time.Duration, idem IdempotencyKey
 	}
 	np := store.NewPaste{
 		ContentHash: in.Hash, Size: int64(len(in.Content)), OwnerTokenHash: store.HashToken(token),
-		Title: in.Title, Language: in.Language, Filename: in.Filename, BurnAfterRead: in.Burn,
+		Title: in.Title, Language: in.Language, Filename: in.Filename, MaxViews: in.MaxViews,
+		Encryption: in.Encryption,
 	}
 	if lifetime > 0 {
 		np.ExpiresAt = c.now().Add(lifetime).Truncate(time.Microsecond) // PostgreSQL's precision

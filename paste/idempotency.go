@@ -82,7 +82,11 @@ func (k IdempotencyKey) aead() (cipher.AEAD, error) {
 func fingerprint(in Input, expiresIn time.Duration) []byte {
 	h := sha256.New()
 	h.Write(in.Hash)
-	for _, s := range []string{in.Title, in.Language, in.Filename, strconv.FormatBool(in.Burn)} {
+	fields := []string{in.Title, in.Language, in.Filename, strconv.FormatBool(in.MaxViews == 1)}
+	if in.MaxViews > 1 || in.Encryption != "" { // only then: requests from before keep their fingerprints
+		fields = append(fields, strconv.Itoa(in.MaxViews), in.Encryption)
+	}
+	for _, s := range fields {
 		_ = binary.Write(h, binary.BigEndian, uint32(len(s)))
 		h.Write([]byte(s))
 	}

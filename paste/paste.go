@@ -8,6 +8,8 @@ package paste
 import (
 	"errors"
 	"fmt"
+
+	"pastebin/store"
 )
 
 var (
@@ -15,9 +17,11 @@ var (
 	// bytes could not be fetched; the client may try again.
 	ErrBlobUnavailable = errors.New("blob store unavailable")
 	// ErrNothingToConsume says a paste has no views to take: any read shows it, as often as it likes.
-	ErrNothingToConsume = errors.New("paste does not burn after reading")
+	ErrNothingToConsume = errors.New("paste has no view limit")
+	// ErrEncrypted says a page cannot show an encrypted paste: only its script can decrypt it.
+	ErrEncrypted = errors.New("paste is encrypted end to end")
 	// ErrReadByPost says a paste gives its content only to the read that takes a view of it (a
-	// POST: Consumer), never to a GET.
+	// POST: Consumer), never to a GET. Reader's Stored and Body answer it as a *ReadByPostError.
 	ErrReadByPost = errors.New("paste is read only by a consuming POST")
 	// ErrKeyReused says an Idempotency-Key was already used for a different request.
 	ErrKeyReused = errors.New("idempotency key reused for a different request")
@@ -35,6 +39,14 @@ func (e *UnconfirmedError) Error() string {
 }
 
 func (e *UnconfirmedError) Unwrap() error { return e.Err }
+
+// ReadByPostError is ErrReadByPost for Paste, whose view limit says how its answer names it (burn
+// after reading or a view limit).
+type ReadByPostError struct{ Paste store.Paste }
+
+func (e *ReadByPostError) Error() string { return ErrReadByPost.Error() }
+
+func (e *ReadByPostError) Is(target error) bool { return target == ErrReadByPost }
 
 // ExpiryError is an expires_in that the expiry policy does not allow; Detail says what would be.
 type ExpiryError struct{ Detail string }

@@ -76,11 +76,11 @@ func (rd *Reader) Find(ctx context.Context, code string) (Found, error) {
 }
 
 // OpenToGet reports whether any read may have p's content, a GET included. A paste whose reads are
-// counted (burn after reading) gives it only to the consuming POST (Consumer): link previews, mail
-// scanners and prefetchers send GETs on their own (docs/design.md, "Delete, burn and view"). Every
-// read that is not a POST asks here: raw, the page, the haste API, edit as new; so do Stored and
-// Body. View limits join here.
-func OpenToGet(p store.Paste) bool { return !p.BurnAfterRead }
+// counted (a view limit; burn after reading is one view) gives it only to the consuming POST
+// (Consumer), which takes a view: link previews, mail scanners and prefetchers send GETs on their
+// own (docs/design.md, "Delete, burn and view"). Every read that is not a POST asks here: raw, the
+// page, the haste API, edit as new; so do Stored and Body.
+func OpenToGet(p store.Paste) bool { return !p.ViewLimited() }
 
 // Body returns the original bytes of a paste that is OpenToGet, decoding its blob as they are read
 // (Stored).
@@ -115,7 +115,7 @@ func (d decoded) Close() error { return errors.Join(d.ReadCloser.Close(), d.blob
 // ErrReadByPost, whatever the caller checked before.
 func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	if !OpenToGet(f.Paste) {
-		return nil, ErrReadByPost
+		return nil, &ReadByPostError{Paste: f.Paste}
 	}
 	if f.stored != nil {
 		return io.NopCloser(bytes.NewReader(f.stored)), nil
@@ -183,7 +183,7 @@ func toCache(p store.Paste, content []byte) cache.Paste {
 	return cache.Paste{
 		Code: p.Code, ContentHash: p.ContentHash, BlobKey: p.BlobKey, Size: p.Size, Encoding: p.Encoding,
 		StoredSize: p.StoredSize, Title: p.Title, Language: p.Language, Filename: p.Filename,
-		CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Content: content,
+		Encryption: p.Encryption, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt, Content: content,
 	}
 }
 
@@ -191,7 +191,7 @@ func fromCache(c cache.Paste) store.Paste {
 	return store.Paste{
 		Code: c.Code, ContentHash: c.ContentHash, BlobKey: c.BlobKey, Size: c.Size, Encoding: c.Encoding,
 		StoredSize: c.StoredSize, Title: c.Title, Language: c.Language, Filename: c.Filename,
-		CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
+		Encryption: c.Encryption, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 )
 
 // TestBodyOnlyForGets: Body and Stored, which every read but the consuming POST reads through,
-// refuse a paste that burns after reading whoever calls them, and take nothing: the POST still gets
-// the bytes.
+// refuse a paste with a view limit (burn after reading is one view) whoever calls them, with the
+// paste its answer is worded by, and take nothing: the POST still gets the bytes and the view.
 func TestBodyOnlyForGets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,10 +30,22 @@ func TestBodyOnlyForGets(t *testing.T) {
 	creator := NewCreator(s, b, cd, CreateConfig{Expiry: ExpiryPolicy{Default: time.Hour}, DedupTiming: DedupOff}, time.Now, logger)
 	rd := NewReader(s, b, c, cd, ReadConfig{CacheTTL: time.Hour, CacheMaxBytes: 1 << 10}, time.Now, prometheus.NewRegistry())
 	consumer := NewConsumer(rd, NewRemover(s, c, nil, logger))
-	for _, burn := range []bool{false, true} {
-		content := []byte("burn: " + map[bool]string{false: "no", true: "yes"}[burn])
+	for _, tt := range []struct {
+		name     string
+		in       Input
+		maxViews int // 0: any GET reads it
+	}{
+		{"no limit", Input{}, 0},
+		{"burn", Input{Burn: true}, 1},
+		{"three views", Input{MaxViews: 3}, 3},
+	} {
+		content := []byte("paste of " + tt.name)
 		hash := sha256.Sum256(content)
-		made, err := creator.Create(ctx, Input{Content: content, Hash: hash[:], Burn: burn}, IdempotencyKey{})
+		tt.in.Content, tt.in.Hash = content, hash[:]
+		if err := tt.in.Tidy(); err != nil { // as every caller checks it (Input)
+			t.Fatal(err)
+		}
+		made, err := creator.Create(ctx, tt.in, IdempotencyKey{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,16 +54,19 @@ func TestBodyOnlyForGets(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, err := rd.Body(ctx, f)
-		if OpenToGet(f.Paste) == burn {
-			t.Errorf("burn %v: OpenToGet %v", burn, OpenToGet(f.Paste))
+		if OpenToGet(f.Paste) != (tt.maxViews == 0) {
+			t.Errorf("%s: OpenToGet %v", tt.name, OpenToGet(f.Paste))
 		}
-		if burn {
+		if tt.maxViews > 0 {
 			stored, serr := rd.Stored(ctx, f)
-			if !errors.Is(err, ErrReadByPost) || body != nil || !errors.Is(serr, ErrReadByPost) || stored != nil || f.StoredBytes() != nil {
-				t.Fatalf("Body and Stored of a burn paste: %v, %v; want ErrReadByPost and no bytes", err, serr)
+			var byPost *ReadByPostError
+			if !errors.Is(err, ErrReadByPost) || body != nil || !errors.Is(serr, ErrReadByPost) || stored != nil || f.StoredBytes() != nil ||
+				!errors.As(err, &byPost) || byPost.Paste.MaxViews != tt.maxViews {
+				t.Fatalf("%s: Body and Stored: %v, %v; want ErrReadByPost of the paste and no bytes", tt.name, err, serr)
 			}
-			if got, err := consumer.Consume(ctx, made.Paste.Code); err != nil || string(got.Content) != string(content) {
-				t.Errorf("the POST after Body: %q, %v; want the bytes", got.Content, err)
+			got, err := consumer.Consume(ctx, made.Paste.Code)
+			if err != nil || string(got.Content) != string(content) || got.Paste.ViewsLeft != tt.maxViews-1 {
+				t.Errorf("%s: the POST after Body: %q, %d views left, %v; want the bytes and every view but its own", tt.name, got.Content, got.Paste.ViewsLeft, err)
 			}
 			continue
 		}
@@ -61,7 +76,7 @@ func TestBodyOnlyForGets(t *testing.T) {
 		data, _ := io.ReadAll(body)
 		body.Close()
 		if string(data) != string(content) {
-			t.Errorf("Body of a paste that does not burn: %q", data)
+			t.Errorf("Body of a paste without a view limit: %q", data)
 		}
 	}
 }

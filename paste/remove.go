@@ -40,17 +40,18 @@ func (rm *Remover) Delete(ctx context.Context, code, token string) error {
 	return rm.afterCommit(ctx, []string{code}, cmp.Or(rel.Reason, store.ReasonOwner), rel, false)
 }
 
-// burn takes a burn-after-reading paste for the one reader whose transaction moves it to DELETED;
-// every other reader gets a *store.GoneError.
-func (rm *Remover) burn(ctx context.Context, code string) error {
-	rel, err := rm.store.BurnPaste(ctx, code)
-	if err != nil {
-		return err
+// takeView takes one view of a view-limited paste (burn after reading is a limit of one) for the
+// reader whose transaction gets it; the one that takes the last view moves the paste to DELETED.
+// A reader that finds no view left gets a *store.GoneError.
+func (rm *Remover) takeView(ctx context.Context, code string) (store.View, error) {
+	view, err := rm.store.ConsumeView(ctx, code)
+	if err != nil || view.ViewsLeft > 0 {
+		return view, err
 	}
-	// A burn-after-reading paste is never cached (Reader.Body fills the cache, burns bypass it), so
-	// no replica can serve it: a marker that could not be written only costs other readers a query.
-	_ = rm.afterCommit(ctx, []string{code}, store.ReasonBurned, rel, false)
-	return nil
+	// A view-limited paste is never cached (Reader.Body fills the cache, views bypass it), so no
+	// replica can serve it: a marker that could not be written only costs other readers a query.
+	_ = rm.afterCommit(ctx, []string{code}, store.ReasonBurned, view.Released, false)
+	return view, nil
 }
 
 // TakeDown runs an operator's takedown. Every paste it took down is marked gone in the cache before

@@ -35,15 +35,27 @@ type Paste struct {
 	Size        int64 // of the original bytes
 	// Encoding is how the blob is stored: "" the original bytes, "zstd" a zstd frame of StoredSize
 	// bytes. The codec package reads it.
-	Encoding      string
-	StoredSize    int64
-	Title         string
-	Language      string
-	Filename      string
-	BurnAfterRead bool
-	CreatedAt     time.Time
-	ExpiresAt     time.Time // zero: never expires
+	Encoding   string
+	StoredSize int64
+	Title      string
+	Language   string
+	Filename   string
+	// MaxViews is the paste's view limit, 0 for none, and ViewsLeft how many of them are left: a
+	// paste with a limit is read only by a POST, which takes one (ConsumeView).
+	MaxViews  int
+	ViewsLeft int
+	// Encryption names the format of an end-to-end encrypted paste's content, as its creator gave
+	// it (docs/encryption.md); "" for plain text.
+	Encryption string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // zero: never expires
 }
+
+// ViewLimited reports whether reading p takes one of its views, so that only a POST reads it.
+func (p Paste) ViewLimited() bool { return p.MaxViews > 0 }
+
+// BurnAfterRead reports whether p burns after reading: a limit of one view.
+func (p Paste) BurnAfterRead() bool { return p.MaxViews == 1 }
 
 // NewPaste is what a creator asks for. The short code is chosen by the store.
 type NewPaste struct {
@@ -57,7 +69,8 @@ type NewPaste struct {
 	Title          string
 	Language       string
 	Filename       string
-	BurnAfterRead  bool
+	MaxViews       int       // 0: no limit; 1: burn after reading
+	Encryption     string    // the format of encrypted content; "" for plain text
 	ExpiresAt      time.Time // zero: never expires
 	Idempotency    *Idempotency
 }
@@ -133,7 +146,8 @@ func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey str
 func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (storedBlob, error)) (Paste, error) {
 	created := Paste{
 		ContentHash: p.ContentHash, Size: p.Size, Title: p.Title, Language: p.Language,
-		Filename: p.Filename, BurnAfterRead: p.BurnAfterRead, ExpiresAt: p.ExpiresAt,
+		Filename: p.Filename, MaxViews: p.MaxViews, ViewsLeft: p.MaxViews, Encryption: p.Encryption,
+		ExpiresAt: p.ExpiresAt,
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := guardBlocked(ctx, tx, p.ContentHash); err != nil {
@@ -162,6 +176,14 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 	if !p.ExpiresAt.IsZero() {
 		expires = &p.ExpiresAt
 	}
+	var maxViews *int
+	if p.MaxViews > 0 {
+		maxViews = &p.MaxViews
+	}
+	var encryption *string
+	if p.Encryption != "" {
+		encryption = &p.Encryption
+	}
 	for attempt := 0; attempt < 8; attempt++ {
 		code, err := newShortCode()
 		if err != nil {
@@ -170,11 +192,11 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 		var createdAt time.Time
 		err = tx.QueryRow(ctx, `
 			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
-			                    burn_after_read, expires_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			                    burn_after_read, max_views, views_left, expires_at, encryption)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::integer IS NOT NULL, $7, $7, $8, $9)
 			ON CONFLICT (short_code) DO NOTHING
 			RETURNING created_at`,
-			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, p.BurnAfterRead, expires,
+			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires, encryption,
 		).Scan(&createdAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the code is taken: draw another
@@ -237,11 +259,12 @@ func (s *Store) Paste(ctx context.Context, code string) (Paste, error) {
 		SELECT p.short_code, p.status, p.deleted_reason, coalesce(p.expires_at <= now(), false),
 		       p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), coalesce(c.encoding, ''),
 		       coalesce(c.stored_bytes, c.size_bytes, 0), p.title, p.language,
-		       p.filename, p.burn_after_read, p.created_at, p.expires_at
+		       p.filename, `+viewsColumns+`, coalesce(p.encryption, ''), p.created_at, p.expires_at
 		FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
 		WHERE p.short_code = $1`, code,
 	).Scan(&p.Code, &status, &reasonPtr, &expired, &p.ContentHash, &p.BlobKey, &p.Size, &p.Encoding,
-		&p.StoredSize, &p.Title, &p.Language, &p.Filename, &p.BurnAfterRead, &p.CreatedAt, &expires)
+		&p.StoredSize, &p.Title, &p.Language, &p.Filename, &p.MaxViews, &p.ViewsLeft, &p.Encryption,
+		&p.CreatedAt, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Paste{}, ErrNotFound
 	}
@@ -261,30 +284,6 @@ func (s *Store) Paste(ctx context.Context, code string) (Paste, error) {
 		p.ExpiresAt = *expires
 	}
 	return p, nil
-}
-
-// BurnPaste takes a burn-after-reading paste: the one call that moves it from live to DELETED gets
-// nil and may serve the bytes; every other caller gets a *GoneError. The transition and the release
-// of its content happen in one transaction (invariant 6).
-func (s *Store) BurnPaste(ctx context.Context, code string) (Released, error) {
-	var rel Released
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var hash []byte
-		err := tx.QueryRow(ctx, `
-			SELECT content_hash FROM pastes
-			WHERE short_code = $1 AND status = 'NOT_EXPIRED' AND burn_after_read
-			  AND (expires_at IS NULL OR expires_at > now())
-			FOR UPDATE`, code).Scan(&hash)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return &GoneError{Reason: ReasonBurned}
-		}
-		if err != nil {
-			return err
-		}
-		rel, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, ReasonBurned, 0)
-		return err
-	})
-	return rel, err
 }
 
 // DeletePaste tombstones the paste if token is its owner token. Only a row that actually moves from

@@ -3,6 +3,7 @@ package problem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -50,6 +51,7 @@ func answer(err error) *Problem {
 	var expiry *paste.ExpiryError
 	var invalid *paste.InvalidError
 	var unconfirmed *paste.UnconfirmedError
+	var byPost *paste.ReadByPostError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -59,8 +61,8 @@ func answer(err error) *Problem {
 		return BadRequest.WithDetail(invalid.Detail)
 	case errors.Is(err, representation.ErrUnsatisfiable):
 		return RangeUnsatisfied.WithDetail("No range of the Range header lies within the paste; Content-Range gives its size.")
-	case errors.Is(err, paste.ErrReadByPost):
-		return BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it: read it once with a POST to its URL.")
+	case errors.As(err, &byPost):
+		return ReadByPost(byPost.Paste, "a POST to its URL answers its bytes.")
 	case errors.Is(err, paste.ErrKeyReused):
 		return KeyReused.WithDetail("This Idempotency-Key was already used for a different request.")
 	case errors.As(err, &unconfirmed):
@@ -81,6 +83,17 @@ func answer(err error) *Problem {
 		return TooLarge.WithDetail("The paste is larger than " + strconv.FormatInt(tooBig.Limit, 10) + " bytes.")
 	}
 	return nil
+}
+
+// ReadByPost is the answer to a GET or HEAD of a paste that only a consuming POST reads
+// (paste.OpenToGet): one type for a paste that burns after reading, another for a larger view limit.
+// how says how to read it. It never holds the paste's content.
+func ReadByPost(p store.Paste, how string) *Problem {
+	if p.BurnAfterRead() {
+		return BurnAfterReading.WithDetail("This paste burns after reading, so no GET returns it. Read it once with a POST: " + how)
+	}
+	return ViewLimited.WithDetail(fmt.Sprintf("This paste has a view limit (%d of %d views left), so no GET returns it. "+
+		"Each POST reads it and takes one view: %s", p.ViewsLeft, p.MaxViews, how))
 }
 
 // goneProblem says why a paste is gone: an operator's takedown has its own type, and a legal one

@@ -47,6 +47,7 @@ var (
 	NotFound         = &Problem{Status: http.StatusNotFound, Name: "not-found", Title: "No such paste"}
 	Gone             = &Problem{Status: http.StatusGone, Name: "gone", Title: "Paste expired or deleted"}
 	BurnAfterReading = &Problem{Status: http.StatusConflict, Name: "burn-after-reading", Title: "Paste burns after reading"}
+	ViewLimited      = &Problem{Status: http.StatusConflict, Name: "view-limited", Title: "Paste has a view limit"}
 	Forbidden        = &Problem{Status: http.StatusForbidden, Name: "forbidden", Title: "Wrong delete token"}
 	Unauthorized     = &Problem{Status: http.StatusUnauthorized, Name: "unauthorized", Title: "Missing or malformed token"}
 	WrongAdminToken  = &Problem{Status: http.StatusUnauthorized, Name: "wrong-admin-token", Title: "Wrong admin token"}
@@ -93,7 +94,7 @@ var (
 
 // all lists every problem, for the /problems pages.
 var all = []*Problem{
-	NotFound, Gone, BurnAfterReading, Forbidden, Unauthorized, WrongAdminToken, TooLarge, Empty, BadExpiry,
+	NotFound, Gone, BurnAfterReading, ViewLimited, Forbidden, Unauthorized, WrongAdminToken, TooLarge, Empty, BadExpiry,
 	BadRequest, BodyIncomplete, BodyTimeout, MediaType, BadIdempotency, KeyReused, Storage,
 	RouteNotFound, MethodNotAllowed, Internal, AdminDisabled, CleanupDisabled, RunNotFound,
 	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented, RangeUnsatisfied,

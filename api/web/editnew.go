@@ -14,11 +14,24 @@ import (
 // name (GET /?from=<code>), drawn here on the server, so it needs no JavaScript. What it creates is a
 // new paste; the same text costs nothing more, since content is stored once.
 
-// editableAsNew reports whether p may fill the create form: only a paste that any GET may read
-// (paste.OpenToGet), so never one that burns after reading, whose text only its consuming POST may
-// have. This is the one place that decides; an end-to-end encrypted paste, whose text the server
-// cannot read, is one more exception here.
-func editableAsNew(p store.Paste) bool { return paste.OpenToGet(p) }
+// whyNotEditable says why p may not fill the create form, or "" if it may. This is the one place
+// that decides: only a paste that any GET may read (paste.OpenToGet), so never one with a view
+// limit (burn after reading is one view), whose text only its consuming POST may have; and never an
+// end-to-end encrypted one, whose text the server cannot read.
+func whyNotEditable(p store.Paste) string {
+	switch {
+	case !paste.OpenToGet(p) && p.BurnAfterRead():
+		return "This paste burns after reading: only the one who opens it sees its text, so it cannot fill a new paste."
+	case !paste.OpenToGet(p):
+		return "This paste has a view limit: only those who open it see its text, so it cannot fill a new paste."
+	case p.Encryption != "":
+		return "This paste is encrypted end to end: the server cannot read its text, so it cannot fill a new paste. Open it, copy its text, and paste it into a new one."
+	}
+	return ""
+}
+
+// editableAsNew reports whether p may fill the create form (whyNotEditable).
+func editableAsNew(p store.Paste) bool { return whyNotEditable(p) == "" }
 
 // copyOf is the create form filled with the paste code: its text, as long as the page would show it
 // as text, its title, language and file name. The expiry is the form's default, as for any new paste.
@@ -27,8 +40,8 @@ func (pages *Pages) copyOf(r *http.Request, rd *paste.Reader, code string) (form
 	if err != nil {
 		return formValues{}, err
 	}
-	if !editableAsNew(f.Paste) {
-		return formValues{}, problem.NotEditable.WithDetail("This paste burns after reading: only the one who opens it sees its text, so it cannot fill a new paste.")
+	if why := whyNotEditable(f.Paste); why != "" {
+		return formValues{}, problem.NotEditable.WithDetail(why)
 	}
 	if f.Paste.Size > maxShownBytes {
 		return formValues{}, problem.NotEditable.WithDetail("This paste is too large to edit in the page. Download it, edit it, and upload the file.")

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"pastebin/api/site"
@@ -47,15 +48,18 @@ func (pages *Pages) formError(w http.ResponseWriter, r *http.Request, in paste.I
 		Content: string(in.Content), Title: in.Title, Language: in.Language, Filename: in.Filename,
 		ExpiresIn: in.ExpiresIn, Burn: in.Burn,
 	}
+	if in.MaxViews > 0 {
+		v.MaxViews = strconv.Itoa(in.MaxViews)
+	}
 	pages.renderForm(w, r, p.Status, v, p.Detail)
 }
 
 // formValues are the create form's fields, to show the form again as it was sent, or filled from a
 // paste (From, its code, and FromTitle, its page's title).
 type formValues struct {
-	Content, Title, Language, Filename, ExpiresIn string
-	Burn                                          bool
-	From, FromTitle                               string
+	Content, Title, Language, Filename, ExpiresIn, MaxViews string
+	Burn                                                    bool
+	From, FromTitle                                         string
 }
 
 // formView is what the create form page shows.

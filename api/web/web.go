@@ -1,11 +1,12 @@
 // Package web is the public pages: the create form (filled from a paste: edit as new), a paste's
-// page (highlighted, or the page that asks before a burn-after-reading paste is taken), the page of
-// a paste a button took, the list of this browser's pastes, and the forms that create and delete
+// page (highlighted, or the page that asks before a view of a view-limited paste is taken), the page
+// of a paste a button took, the list of this browser's pastes, and the forms that create and delete
 // without JavaScript. Every page is drawn in the site's layout.
 package web
 
 import (
 	"embed"
+	"fmt"
 	"html/template"
 	"net/http"
 	"time"
@@ -77,16 +78,25 @@ func HandleIndex(pages *Pages, rd *paste.Reader) http.Handler {
 	})
 }
 
-// pasteView is what the paste page shows. Exactly one of Interstitial, Content.Omitted and the
-// highlighted Content is what fills the page's body.
+// pasteView is what the paste page shows. Exactly one of Interstitial, Encrypted, Content.Omitted
+// and the highlighted Content is what fills the page's body.
 type pasteView struct {
-	Code, URL               string
-	Title, Filename         string
-	Size                    string
-	Expires                 time.Time // zero: never
-	ExpiresIn               string
-	BurnAfterRead           bool
-	Interstitial            bool   // a burn-after-reading paste not yet opened
+	Code, URL       string
+	Title, Filename string
+	Size            string
+	Expires         time.Time // zero: never
+	ExpiresIn       string
+	BurnAfterRead   bool // a view limit of one
+	// ViewLimited: only a POST reads the paste, taking one of its MaxViews views (ViewsLeft left).
+	// Neither such a paste nor an encrypted one can be edited as new from the server.
+	ViewLimited         bool
+	MaxViews, ViewsLeft int
+	// Encrypted: the page's script fetches and decrypts the paste (e2e.js) in Encryption's format;
+	// the server shows nothing of it.
+	Encrypted               bool
+	Encryption              string
+	Interstitial            bool   // a view-limited paste not yet opened
+	Taken                   bool   // this page took one view; others are left
 	Burned                  bool   // this page holds the only copy left
 	Token                   string // the delete token, shown once after a browser create
 	Content                 rendered
@@ -97,8 +107,10 @@ type pasteView struct {
 func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
 	v := pasteView{
 		Code: p.Code, URL: pages.site.URLs(r, p.Code).Page, Title: p.Title, Filename: p.Filename,
-		Size: site.HumanBytes(p.Size), BurnAfterRead: p.BurnAfterRead,
-		RawAvailable: true, Deletable: true,
+		Size: site.HumanBytes(p.Size), BurnAfterRead: p.BurnAfterRead(),
+		ViewLimited: p.ViewLimited(), MaxViews: p.MaxViews, ViewsLeft: p.ViewsLeft,
+		Encrypted: p.Encryption != "", Encryption: p.Encryption,
+		RawAvailable: p.Encryption == "", Deletable: true,
 	}
 	if !p.ExpiresAt.IsZero() {
 		v.Expires, v.ExpiresIn = p.ExpiresAt.UTC(), relativeTime(pages.now(), p.ExpiresAt)
@@ -106,9 +118,10 @@ func (pages *Pages) newPasteView(r *http.Request, p store.Paste) pasteView {
 	return v
 }
 
-// HandlePaste handles GET /{code} for browsers: the paste highlighted, or, for a paste that burns
-// after reading, a page asking the reader to confirm. A GET never burns anything, so link previews
-// and crawlers cannot take a paste meant for a person.
+// HandlePaste handles GET /{code} for browsers: the paste highlighted, or, for a paste with a view
+// limit, a page asking the reader to confirm. A GET never takes a view, so link previews and
+// crawlers cannot take a paste meant for a person. An encrypted paste's page holds none of it: its
+// script fetches the ciphertext (or, with a view limit, asks first) and decrypts it.
 func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code := chi.URLParam(r, "code")
@@ -118,9 +131,14 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 			return
 		}
 		v := pages.newPasteView(r, f.Paste)
-		if !paste.OpenToGet(f.Paste) {
+		switch {
+		case v.Encrypted: // its script fetches the ciphertext, or asks first if only a POST reads it
+		case !paste.OpenToGet(f.Paste):
 			v.Interstitial, v.RawAvailable = true, false
-		} else if v.Content, err = pages.content(r, rd, f); err != nil {
+		default:
+			v.Content, err = pages.content(r, rd, f)
+		}
+		if err != nil {
 			pages.site.Error(w, r, err)
 			return
 		}
@@ -130,7 +148,7 @@ func HandlePaste(pages *Pages, rd *paste.Reader) http.Handler {
 	})
 }
 
-// content reads and renders a paste that does not burn; a paste too big to show is not even read.
+// content reads and renders a paste without a view limit; a paste too big to show is not even read.
 func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (rendered, error) {
 	if f.Paste.Size > maxShownBytes {
 		return tooLargeToShow, nil
@@ -142,12 +160,13 @@ func (pages *Pages) content(r *http.Request, rd *paste.Reader, f paste.Found) (r
 	return pages.renders.page(f.Paste, data), nil
 }
 
-// ShowConsumed shows a paste the page's button took, and reports whether it could: one the page
-// cannot show (too large, not text) is the caller's to download instead, since after this nobody
-// can fetch it again.
+// ShowConsumed shows a view the page's button took, and reports whether it could: one the page
+// cannot show (too large, not text) is the caller's to download instead, since this view cannot be
+// fetched again.
 func (pages *Pages) ShowConsumed(w http.ResponseWriter, r *http.Request, c paste.Consumed) bool {
 	v := pages.newPasteView(r, c.Paste)
-	v.Burned, v.RawAvailable, v.Deletable = true, false, false
+	v.Burned, v.Taken, v.RawAvailable = c.Paste.ViewsLeft == 0, c.Paste.ViewsLeft > 0, false
+	v.Deletable = v.Taken
 	v.Content = pages.renders.once(c.Content, c.Paste.Language, c.Paste.Filename)
 	if v.Content.Omitted != "" {
 		return false
@@ -177,6 +196,11 @@ func (v pasteView) ExpiresISO() string {
 
 // ExpiresTitle is the exact expiry for people, shown on hover.
 func (v pasteView) ExpiresTitle() string { return v.Expires.Format("2 Jan 2006, 15:04 MST") }
+
+// ViewsLeftText is how many views the paste has left, in words.
+func (v pasteView) ViewsLeftText() string {
+	return fmt.Sprintf("%d of %s left", v.ViewsLeft, site.Plural(int64(v.MaxViews), "view"))
+}
 
 // Lines is the number of lines, in words.
 func (v pasteView) Lines() string { return site.Plural(int64(v.Content.Lines), "line") }

@@ -17,6 +17,9 @@ import (
 
 // envName is the environment variable that sets a flag: -database-url is PASTEBIN_DATABASE_URL.
 func envName(flagName string) string {
+	if flagName == "key" { // put's creator key: PASTEBIN_KEY would not say which key
+		return "PASTEBIN_CREATOR_KEY"
+	}
 	return "PASTEBIN_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
@@ -43,10 +46,11 @@ func newFlagSet(name, summary string, out io.Writer) *flag.FlagSet {
 
 // commandLineOnly reports whether a flag says what one command does rather than how the service is
 // set up: a PASTEBIN_REPAIR left in an environment must not turn every fsck into a repair, nor a
-// PASTEBIN_BLOCK every takedown into a block.
+// PASTEBIN_BLOCK every takedown into a block, nor a PASTEBIN_BURN every paste put into a burn.
 func commandLineOnly(flagName string) bool {
 	switch flagName {
-	case "repair", "dry-run", "json", "reason", "legal", "block", "take-down", "code":
+	case "repair", "dry-run", "json", "reason", "legal", "block", "take-down", "code",
+		"encrypt", "password", "burn", "max-views", "expires-in", "title":
 		return true
 	}
 	return false

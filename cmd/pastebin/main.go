@@ -1,5 +1,6 @@
 // Command pastebin serves the pastebin HTTP API with its embedded expiry workers, and runs the
-// operator commands: migrate, cleanup, fsck, takedown, block, unblock.
+// operator commands: migrate, cleanup, fsck, takedown, block, unblock; and, as an HTTP client of a
+// server, put, get and delete.
 package main
 
 import (
@@ -31,6 +32,12 @@ commands:
   block     block content: block (HASH | --code CODE) --reason WHY [--legal] [--take-down]
   unblock   let blocked content be stored again: unblock HASH [--reason WHY]
 
+client commands (they speak HTTP to a server, -server or PASTEBIN_SERVER):
+  put       create a paste: put [--encrypt] [--password P] [--burn | --max-views N]
+            [--expires-in D] [--title T] FILE|-   prints its URL, and its delete token on stderr
+  get       print a paste's text: get [--password P] URL   (decrypts when URL has its #key)
+  delete    delete a paste: delete URL TOKEN
+
 Run 'pastebin <command> -h' for the flags of a command.
 `
 
@@ -59,6 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		err = runBlock(ctx, rest, getenv, stdout)
 	case "unblock":
 		err = runUnblock(ctx, rest, getenv, stdout)
+	case "put":
+		err = runPut(ctx, rest, getenv, terminalIO(stdout))
+	case "get":
+		err = runGet(ctx, rest, getenv, terminalIO(stdout))
+	case "delete":
+		err = runDelete(ctx, rest, getenv, terminalIO(stdout))
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -159,6 +159,7 @@
     let fileLoaded = false;
     file.addEventListener("change", async () => {
       fileLoaded = false;
+      file.dataset.inTextArea = "false"; // e2e.js seals the file itself unless it is in the text area
       const f = file.files && file.files[0];
       if (!f) return;
       filename.value = f.name;
@@ -168,6 +169,7 @@
         if (bytes.includes(0)) return;
         area.value = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
         fileLoaded = true;
+        file.dataset.inTextArea = "true";
       } catch (e) {
         // Not UTF-8: the file itself is uploaded.
       }

@@ -61,11 +61,12 @@
     el.appendChild(time);
   }
 
-  // views is what the metadata says of the views left: a count where the paste has a limit, else
-  // whether it burns after reading.
+  // views is what the metadata says of a view limit, worded as the paste's page words it: a paste
+  // that burns after reading (a limit of one view) says so, any other limit what is left of it.
   function views(meta) {
-    if (typeof meta.views_left === "number") return plural(meta.views_left, "view") + " left";
-    return meta.burn_after_read ? "burns after reading" : "";
+    if (meta.burn_after_read) return "burns after reading";
+    if (typeof meta.views_left === "number") return meta.views_left + " of " + plural(meta.max_views, "view") + " left";
+    return "";
   }
 
   // row is the list item of one paste; its text is set as text, never as markup.
@@ -83,6 +84,7 @@
       span(line, humanBytes(meta.size));
       expirySpan(meta, line);
       if (views(meta)) span(line, views(meta), meta.burn_after_read ? "burn-tag" : "");
+      if (meta.encryption) span(line, "encrypted"); // its title is inside the ciphertext, its key in the link alone
     }
     li.querySelector(".mine-delete").addEventListener("click", () => remove(li, code, link.textContent));
     li.querySelector(".mine-delete").setAttribute("aria-label", "Delete " + link.textContent);
