@@ -29,7 +29,7 @@ type report struct {
 type floorResult struct {
 	pastes  int64
 	seconds float64
-	cpu     cpuUse
+	cpu     benchdata.CPUUse
 }
 
 func (f floorResult) rate() float64 { return float64(f.pastes) / f.seconds }
@@ -45,9 +45,9 @@ type drainResult struct {
 	before     dbStats
 	after      dbStats
 	statements []benchdata.Statement
-	explain    string // the claim's plan from the front of the index, nine tenths into the drain
-	cpu        cpuUse // from the first POST /admin/cleanup to the end of the last run
-	baseCPU    cpuUse // the foreground load alone
+	explain    string           // the claim's plan from the front of the index, nine tenths into the drain
+	cpu        benchdata.CPUUse // from the first POST /admin/cleanup to the end of the last run
+	baseCPU    benchdata.CPUUse // the foreground load alone
 	peakRSS    []int64
 	deadlocks  int64
 	baseline   []outcome // the foreground load alone, just before the drain
@@ -110,12 +110,12 @@ func (b *bench) measureFloor(ctx context.Context) (*floorResult, error) {
 	}
 	defer st.Close()
 	parts := b.cpuParts(ctx, nil)
-	start := takeCPU(parts)
+	start := benchdata.TakeCPU(parts)
 	n, elapsed, err := benchdata.Floor(ctx, st.Pool())
 	if err != nil {
 		return nil, err
 	}
-	f := &floorResult{pastes: n, seconds: elapsed.Seconds(), cpu: takeCPU(parts).since(start)}
+	f := &floorResult{pastes: n, seconds: elapsed.Seconds(), cpu: benchdata.TakeCPU(parts).Since(start)}
 	b.logf("floor: %d pastes in %.1f s, %.0f pastes/s", n, f.seconds, f.rate())
 	return f, benchdata.Verify(ctx, st.Pool(), false)
 }
@@ -165,11 +165,11 @@ func (b *bench) drainUnderLoad(ctx context.Context, st *store.Store, rs []*repli
 	b.logf("%s: baseline, the foreground load alone for %s", d.name, b.cfg.baseline)
 	fg.setRecording(true)
 	parts := b.cpuParts(ctx, rs)
-	start := takeCPU(parts)
+	start := benchdata.TakeCPU(parts)
 	if err := sleep(ctx, b.cfg.baseline); err != nil {
 		return err
 	}
-	d.baseline, d.baseCPU = fg.take(), takeCPU(parts).since(start)
+	d.baseline, d.baseCPU = fg.take(), benchdata.TakeCPU(parts).Since(start)
 	err = b.follow(ctx, st, rs, d)
 	d.during = fg.take()
 	return err
@@ -212,7 +212,7 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 	}
 	d.samples = append(d.samples, first)
 	parts := b.cpuParts(ctx, rs)
-	startCPU := takeCPU(parts)
+	startCPU := benchdata.TakeCPU(parts)
 	start := time.Now()
 	ids := make([]int64, len(rs))
 	for i, r := range rs {
@@ -242,7 +242,7 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 			b.logf("%s: %.0f pastes cleaned, %.0f/s in the last second", d.name, s.tombstoned, s.tombstoned-d.samples[len(d.samples)-2].tombstoned)
 		}
 	}
-	d.seconds, d.cpu = time.Since(start).Seconds(), takeCPU(parts).since(startCPU)
+	d.seconds, d.cpu = time.Since(start).Seconds(), benchdata.TakeCPU(parts).Since(startCPU)
 	if err := sleep(ctx, 2*time.Second); err != nil { // backends report their table statistics within a second
 		return err
 	}

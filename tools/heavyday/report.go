@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"pastebin/tools/internal/benchdata"
 )
 
 // write writes the report of the phases measured so far, with the plot, to the output folder.
@@ -122,7 +124,7 @@ func writeTargets(w io.Writer, rep *report) {
 func writeCPU(w io.Writer, rep *report) {
 	type column struct {
 		name   string
-		use    cpuUse
+		use    benchdata.CPUUse
 		pastes int64 // cleaned meanwhile; 0: none
 	}
 	var cols []column
@@ -136,7 +138,7 @@ func writeCPU(w io.Writer, rep *report) {
 		cols = append(cols, column{"the load alone", d.baseCPU, 0}, column{"drain under the load", d.cpu, d.pastes})
 	}
 	parts := slices.DeleteFunc(slices.Clone(cpuOrder), func(p string) bool {
-		return !slices.ContainsFunc(cols, func(c column) bool { return slices.Contains(c.use.parts, p) })
+		return !slices.ContainsFunc(cols, func(c column) bool { return slices.Contains(c.use.Parts, p) })
 	})
 	if len(parts) == 0 {
 		return
@@ -150,12 +152,12 @@ func writeCPU(w io.Writer, rep *report) {
 	for _, p := range parts {
 		fmt.Fprintf(w, "| %s", p)
 		for _, c := range cols {
-			cores, ok := c.use.cores[p]
+			cores, ok := c.use.Cores[p]
 			switch {
 			case !ok:
 				fmt.Fprint(w, " | –")
-			case c.pastes > 0 && p != cpuIdle:
-				fmt.Fprintf(w, " | %.2f · %.0f µs", cores, cores*c.use.seconds/float64(c.pastes)*1e6)
+			case c.pastes > 0 && p != benchdata.CPUIdle:
+				fmt.Fprintf(w, " | %.2f · %.0f µs", cores, cores*c.use.Seconds/float64(c.pastes)*1e6)
 			default:
 				fmt.Fprintf(w, " | %.2f", cores)
 			}
