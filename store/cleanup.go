@@ -215,15 +215,16 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	return b, nil
 }
 
-// purgeTombstonesSQL reads idx_tombstone_purge, which holds only the tombstones, by deletion time.
+// purgeTombstonesSQL reads idx_tombstones_deleted_at, oldest first.
 const purgeTombstonesSQL = `
-	DELETE FROM pastes WHERE short_code IN (
-		SELECT short_code FROM pastes
-		WHERE status = 'DELETED' AND deleted_at < now() - $1::interval
+	DELETE FROM tombstones WHERE short_code IN (
+		SELECT short_code FROM tombstones
+		WHERE deleted_at < now() - $1::interval
+		ORDER BY deleted_at
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED)`
 
-// PurgeTombstones deletes up to limit DELETED rows older than retention. After that a retried
+// PurgeTombstones deletes up to limit tombstones older than retention. After that a retried
 // delete of such a paste answers 404 instead of 204.
 func (s *Store) PurgeTombstones(ctx context.Context, retention time.Duration, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, purgeTombstonesSQL, retention, limit)

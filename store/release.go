@@ -40,7 +40,9 @@ func claimed(at time.Time) state { return state{statuses: []string{StatusDeletin
 // from to DELETED, and releases one content reference for each row that really moved: the
 // release is driven by the status transition, in the same transaction (invariant 6), so a retried
 // delete, a re-processed batch or a late worker changes nothing. A few statements, whatever the
-// number of pastes: tombstone the pastes, then release their content (releaseContent).
+// number of pastes: tombstone the pastes, then release their content (releaseContent). A
+// tombstone is a narrow row of its own: the pastes row is deleted and a tombstones row inserted,
+// so the wide row is not written again and no pastes index takes an entry for it.
 //
 // Every path that removes pastes locks the pastes first and their content after: an owner's
 // delete, a burn, a takedown, a block and a cleanup batch alike. Each statement walks its batch
@@ -61,13 +63,14 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	var counts []int64
 	err := tx.QueryRow(ctx, `
 		WITH gone AS (
-			UPDATE pastes p
-			SET status = 'DELETED', content_hash = NULL, deleted_at = now(), deleted_reason = $4,
-			    deletion_initiated_at = NULL
-			FROM (SELECT * FROM unnest($1::text[], $2::bytea[]) AS t (code, hash) ORDER BY code) AS t
+			DELETE FROM pastes p
+			USING (SELECT * FROM unnest($1::text[], $2::bytea[]) AS t (code, hash) ORDER BY code) AS t
 			WHERE p.short_code = t.code AND p.content_hash = t.hash AND p.status = ANY($3::text[])
 			  AND ($5::timestamptz IS NULL OR p.deletion_initiated_at = $5)
-			RETURNING p.short_code, t.hash
+			RETURNING p.short_code, p.owner_token_hash, t.hash
+		), marked AS (
+			INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason)
+			SELECT short_code, owner_token_hash, $4 FROM gone
 		), released AS (
 			SELECT hash, count(*) AS n FROM gone GROUP BY hash
 		)

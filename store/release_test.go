@@ -86,8 +86,8 @@ func TestFinishMeetsConcurrentReferences(t *testing.T) {
 func deleteInTx(t *testing.T, tx pgx.Tx, hash []byte, code string) {
 	t.Helper()
 	ctx := context.Background()
-	_, err := tx.Exec(ctx, `UPDATE pastes SET status = 'DELETED', content_hash = NULL, deleted_at = now(),
-		deleted_reason = 'owner' WHERE short_code = $1`, code)
+	_, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM pastes WHERE short_code = $1 RETURNING short_code, owner_token_hash)
+		INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason) SELECT short_code, owner_token_hash, 'owner' FROM gone`, code)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,11 +98,16 @@ func takeDownAndBlock(ctx context.Context, tx pgx.Tx, t Takedown, by Actor) (Tak
 // after, in the order every removal takes them (blockContent).
 func contentOf(ctx context.Context, tx pgx.Tx, code string) ([]byte, error) {
 	var hash []byte
-	err := tx.QueryRow(ctx, `SELECT content_hash FROM pastes WHERE short_code = $1`, code).Scan(&hash)
+	var removed bool
+	err := tx.QueryRow(ctx, `
+		(SELECT content_hash, false FROM pastes WHERE short_code = $1)
+		UNION ALL
+		(SELECT NULL, true FROM tombstones WHERE short_code = $1)
+		LIMIT 1`, code).Scan(&hash, &removed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	if err != nil || hash != nil {
+	if err != nil || !removed {
 		return hash, err
 	}
 	if hash, err = auditedContent(ctx, tx, code); err == nil && hash == nil {
