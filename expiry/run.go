@@ -13,6 +13,7 @@ import (
 // run is one cleanup run in progress: its counters, shared by its workers.
 type run struct {
 	id             int64
+	heapOrder      bool // claims start in the heap's order: the backlog is a large share of the table
 	done           chan struct{}
 	counts         [countFields]atomic.Int64
 	mu             sync.Mutex
@@ -141,6 +142,7 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 	stopReports := x.reportEvery(ctx, r, time.Second, progress)
 
 	r.add(cReset, int(x.resetStuck(ctx)))
+	r.heapOrder = x.claimInHeapOrder(ctx, r)
 	var wg sync.WaitGroup
 	for i := 0; i < x.cfg.Workers; i++ {
 		wg.Go(func() { x.work(ctx, r) })
@@ -173,6 +175,30 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 	x.current = nil
 	x.mu.Unlock()
 	close(r.done)
+}
+
+// A run claims in the heap's order while its backlog is at least heapOrderShare of the table and
+// heapOrderBatches batches: with a few expired rows on every page, a batch then reads a few dozen
+// pages in a row rather than one row on each of a thousand pages. A nightly run of one day's
+// expirations keeps the expiry order, whose index hands it the expired rows and nothing else.
+const (
+	heapOrderShare   = 0.05
+	heapOrderBatches = 100
+)
+
+// claimInHeapOrder decides how r's workers claim, from the planner's estimate of the backlog.
+func (x *Expirer) claimInHeapOrder(ctx context.Context, r *run) bool {
+	expired, rows, err := x.store.BacklogEstimate(ctx)
+	if err != nil {
+		x.logger.WarnContext(ctx, "backlog not estimated: claims in expiry order", "run", r.id, "err", err)
+		return false
+	}
+	heap := rows > 0 && expired >= heapOrderShare*rows && expired >= heapOrderBatches*float64(x.cfg.BatchSize)
+	if heap {
+		x.logger.InfoContext(ctx, "large backlog: claims in heap order first", "run", r.id,
+			"expired_estimate", int64(expired), "table_rows_estimate", int64(rows))
+	}
+	return heap
 }
 
 // reportEvery saves r's counters (and heartbeat) every period until the returned stop is called.

@@ -41,6 +41,7 @@ type config struct {
 	only       []string // measure only these strategies: floor, subsystem, naive; empty: all
 	cpuProfile string   // where to write a CPU profile of this process
 	statements bool     // after each subsystem run, print the costliest statements (pg_stat_statements)
+	walRecords bool     // after each measurement, print the WAL it wrote by kind of record (pg_walinspect)
 
 	services benchdata.Services
 }
@@ -92,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	only := fs.String("only", "", "measure only these strategies, comma-separated: floor, subsystem, naive")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (the subsystem's Go side) to this file")
 	fs.BoolVar(&cfg.statements, "statements", false, "print the costliest statements of each subsystem run (pg_stat_statements)")
+	fs.BoolVar(&cfg.walRecords, "wal-records", false, "print the WAL of each measurement by kind of record, full-page images apart (pg_walinspect)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return cfg, err
 	}

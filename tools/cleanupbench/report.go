@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,8 +36,9 @@ func (b *bench) report(results []result) error {
 			name += " (" + r.note + ")"
 		}
 		wal, cpu := median(r.wal), median(r.cpu)
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.1f×\t%.0f\t%.2f\t%.1f\t%.2f\t%d\t%s\t\n", name, r.median(), r.median()/floor.median(),
-			r.median()/naive.median(), wal, wal/median(floor.wal), cpu, cpu/median(floor.cpu), r.deadlocks, formatRates(r.rates))
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", name, r.median(), ratio(r.median(), floor.median(), ""),
+			ratio(r.median(), naive.median(), "×"), number(wal, 0), ratio(wal, median(floor.wal), ""), number(cpu, 1),
+			ratio(cpu, median(floor.cpu), ""), r.deadlocks, formatRates(r.rates))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -65,4 +68,22 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// ratio writes a/b with two decimals (and a unit), or a dash where either was not measured.
+func ratio(a, b float64, unit string) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "–"
+	}
+	if unit != "" {
+		return fmt.Sprintf("%.1f%s", a/b, unit)
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
+
+func number(v float64, decimals int) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', decimals, 64)
 }

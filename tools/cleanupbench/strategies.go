@@ -139,6 +139,9 @@ func (b *bench) measure(ctx context.Context, i int, db string) (measurement, err
 	m.cpu = use.Cores[pg.Name] * use.Seconds
 	walAfter, werr := b.walPosition(ctx)
 	m.wal = walAfter - walBefore
+	if b.cfg.walRecords && err == nil && werr == nil {
+		b.printWALRecords(ctx, walBefore, walAfter, m.pastes)
+	}
 	return m, cmp.Or(err, werr)
 }
 
@@ -147,6 +150,44 @@ func (b *bench) walPosition(ctx context.Context) (int64, error) {
 	var n int64
 	err := b.dbs.Admin().QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&n)
 	return n, err
+}
+
+// printWALRecords prints the WAL written between two positions by kind of record, per cleaned
+// paste: the records themselves and their full-page images apart.
+func (b *bench) printWALRecords(ctx context.Context, from, to, pastes int64) {
+	if _, err := b.dbs.Admin().Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
+		b.logf("           pg_walinspect: %v", err)
+		return
+	}
+	// pg_walinspect reads only what is flushed: the last commits may still be on their way.
+	var flushed int64
+	for range 100 {
+		err := b.dbs.Admin().QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_flush_lsn(), '0/0')::bigint`).Scan(&flushed)
+		if err != nil || flushed >= to {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	to = min(to, flushed)
+	rows, err := b.dbs.Admin().Query(ctx, `
+		SELECT "resource_manager/record_type", count, record_size, fpi_size
+		FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true)
+		WHERE record_size + fpi_size > 0 ORDER BY record_size + fpi_size DESC LIMIT 12`,
+		fmt.Sprintf("%X/%X", from>>32, uint32(from)), fmt.Sprintf("%X/%X", to>>32, uint32(to)))
+	if err != nil {
+		b.logf("           pg_walinspect: %v", err)
+		return
+	}
+	var kind string
+	var n, rec, fpi int64
+	_, err = pgx.ForEachRow(rows, []any{&kind, &n, &rec, &fpi}, func() error {
+		b.logf("           WAL %-28s %6.2f records %6.0f B + %6.0f B of page images a paste", kind,
+			float64(n)/float64(pastes), float64(rec)/float64(pastes), float64(fpi)/float64(pastes))
+		return nil
+	})
+	if err != nil {
+		b.logf("           pg_walinspect: %v", err)
+	}
 }
 
 // subsystem runs the expiry subsystem end to end and checks that it left everything consistent.
@@ -237,15 +278,16 @@ func naiveDelete(ctx context.Context, st *store.Store, code string) (string, err
 	var freedKey string
 	err := pgx.BeginFunc(ctx, st.Pool(), func(tx pgx.Tx) error {
 		var hash []byte
-		err := tx.QueryRow(ctx, `SELECT content_hash FROM pastes WHERE short_code = $1 AND status = 'NOT_EXPIRED' FOR UPDATE`, code).Scan(&hash)
+		var owner []byte
+		err := tx.QueryRow(ctx, `DELETE FROM pastes WHERE short_code = $1 AND status = 'NOT_EXPIRED' RETURNING content_hash, owner_token_hash`, code).Scan(&hash, &owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE pastes SET status = 'DELETED', content_hash = NULL, deleted_at = now(), deleted_reason = 'expired'
-			WHERE short_code = $1`, code); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason) VALUES ($1, $2, 'expired')`,
+			code, owner); err != nil {
 			return err
 		}
 		var refs int64
