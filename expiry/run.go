@@ -58,7 +58,7 @@ func (r *run) addRepaired(fixed []store.RefRepair) {
 	}
 }
 
-func (r *run) snapshot(p store.Pacing) store.RunState {
+func (r *run) snapshot(p store.RunPacing) store.RunState {
 	c := store.RunCounts{
 		ResetStuck: r.counts[cReset].Load(), Claimed: r.counts[cClaimed].Load(),
 		Tombstoned: r.counts[cTombstoned].Load(), ContentFreed: r.counts[cFreed].Load(),
@@ -138,7 +138,7 @@ func (x *Expirer) begin(trigger string, audit *store.AuditRecord) (*run, bool, e
 func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunState)) {
 	start := time.Now()
 	x.logger.InfoContext(ctx, "cleanup run started", "run", r.id, "workers", x.cfg.Workers)
-	x.pacer.start()
+	stopPacing := x.pacer.start(ctx)
 	stopReports := x.reportEvery(ctx, r, time.Second, progress)
 
 	r.add(cReset, int(x.resetStuck(ctx)))
@@ -152,6 +152,7 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 	x.purge(ctx, r)
 
 	stopReports()
+	stopPacing()
 	st := r.snapshot(x.pacer.state())
 	counts := st.RunCounts
 	if ctx.Err() != nil && st.LastError == "" {

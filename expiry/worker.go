@@ -99,6 +99,7 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 		}
 		cur = cur.past(c)
 		r.add(cClaimed, len(c.Codes))
+		x.pacer.claimedBatch(len(c.Codes))
 		out <- b
 	}
 }
