@@ -148,11 +148,11 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 		wg.Go(func() { x.work(ctx, r) })
 	}
 	wg.Wait()
+	stopPacing() // no longer draining: another process takes the controller over, if any drains
 	x.drainOutbox(ctx, r)
 	x.purge(ctx, r)
 
 	stopReports()
-	stopPacing()
 	st := r.snapshot(x.pacer.state())
 	counts := st.RunCounts
 	if ctx.Err() != nil && st.LastError == "" {
