@@ -256,7 +256,7 @@ const readPasteSQL = `
 	(SELECT p.status, NULL AS deleted_reason, coalesce(p.expires_at <= now(), false),
 	        p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), coalesce(c.encoding, ''),
 	        coalesce(c.stored_bytes, c.size_bytes, 0), p.title, p.language,
-	        p.filename, `+viewsColumns+`, coalesce(p.encryption, ''), p.created_at, p.expires_at
+	        p.filename, ` + viewsColumns + `, coalesce(p.encryption, ''), p.created_at, p.expires_at
 	 FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
 	 WHERE p.short_code = $1)
 	UNION ALL

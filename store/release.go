@@ -47,8 +47,10 @@ func claimed(at time.Time) state { return state{statuses: []string{StatusDeletin
 // Every path that removes pastes locks the pastes first and their content after: an owner's
 // delete, a burn, a takedown, a block and a cleanup batch alike. Each statement walks its batch
 // sorted (pastes by code, content by hash), so two transactions lock the rows they share in one
-// order and queue rather than deadlock; a deadlock a plan could still cause fails the transaction,
-// which its caller runs again (inTx, or the cleanup's finish).
+// order and queue rather than deadlock, as long as the plan is driven by the sorted batch: on a
+// table the planner takes for small it may scan the table instead, and a cleanup batch meeting a
+// block of the same content can then deadlock, rarely; the transaction that loses runs again (inTx,
+// or the cleanup's finish), as a deadlock between any two of them would.
 func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, outboxDelay time.Duration) (Released, error) {
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
