@@ -13,7 +13,8 @@ import (
 // run is one cleanup run in progress: its counters, shared by its workers.
 type run struct {
 	id             int64
-	heapOrder      bool // claims start in the heap's order: the backlog is a large share of the table
+	heapOrder      bool   // claims start in the heap's order: the backlog is a large share of the table
+	heapPages      uint32 // the heap's size when the run began, where claims in heap order stop
 	done           chan struct{}
 	counts         [countFields]atomic.Int64
 	mu             sync.Mutex
@@ -142,7 +143,7 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 	stopReports := x.reportEvery(ctx, r, time.Second, progress)
 
 	r.add(cReset, int(x.resetStuck(ctx)))
-	r.heapOrder = x.claimInHeapOrder(ctx, r)
+	r.heapOrder, r.heapPages = x.claimInHeapOrder(ctx, r)
 	var wg sync.WaitGroup
 	for i := 0; i < x.cfg.Workers; i++ {
 		wg.Go(func() { x.work(ctx, r) })
@@ -187,19 +188,25 @@ const (
 	heapOrderBatches = 100
 )
 
-// claimInHeapOrder decides how r's workers claim, from the planner's estimate of the backlog.
-func (x *Expirer) claimInHeapOrder(ctx context.Context, r *run) bool {
+// claimInHeapOrder decides how r's workers claim, from the planner's estimate of the backlog, and
+// how far into the heap: its size now.
+func (x *Expirer) claimInHeapOrder(ctx context.Context, r *run) (bool, uint32) {
 	expired, rows, err := x.store.BacklogEstimate(ctx)
 	if err != nil {
 		x.logger.WarnContext(ctx, "backlog not estimated: claims in expiry order", "run", r.id, "err", err)
-		return false
+		return false, 0
 	}
-	heap := rows > 0 && expired >= heapOrderShare*rows && expired >= heapOrderBatches*float64(x.cfg.BatchSize)
-	if heap {
-		x.logger.InfoContext(ctx, "large backlog: claims in heap order first", "run", r.id,
-			"expired_estimate", int64(expired), "table_rows_estimate", int64(rows))
+	if rows <= 0 || expired < heapOrderShare*rows || expired < heapOrderBatches*float64(x.cfg.BatchSize) {
+		return false, 0
 	}
-	return heap
+	pages, err := x.store.HeapPages(ctx)
+	if err != nil {
+		x.logger.WarnContext(ctx, "heap not measured: claims in expiry order", "run", r.id, "err", err)
+		return false, 0
+	}
+	x.logger.InfoContext(ctx, "large backlog: claims in heap order first", "run", r.id,
+		"expired_estimate", int64(expired), "table_rows_estimate", int64(rows), "heap_pages", pages)
+	return true, pages
 }
 
 // reportEvery saves r's counters (and heartbeat) every period until the returned stop is called.

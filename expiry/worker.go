@@ -70,7 +70,7 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 // claim from the front ends it.
 func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 	failures := 0
-	cur := cursor{heap: r.heapOrder}
+	cur := cursor{heap: r.heapOrder, pages: r.heapPages}
 	for ctx.Err() == nil {
 		if x.pacer.wait(ctx) != nil {
 			return
@@ -107,9 +107,10 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 // cursor is where a worker's next claim starts: a place in the heap while the run claims in heap
 // order, else an expiry.
 type cursor struct {
-	heap bool
-	page store.HeapPosition
-	from time.Time
+	heap  bool
+	page  store.HeapPosition
+	pages uint32 // the heap's size when the run began: claims in heap order stop there
+	from  time.Time
 }
 
 // past is the cursor just past claim c.
@@ -200,7 +201,7 @@ func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 	defer cancel()
 	var c store.Claim
 	if cur.heap {
-		c, err = x.store.ClaimExpiredInHeapOrder(cctx, x.cfg.BatchSize, cur.page, unlock)
+		c, err = x.store.ClaimExpiredInHeapOrder(cctx, x.cfg.BatchSize, cur.page, cur.pages, unlock)
 	} else {
 		c, err = x.store.ClaimExpired(cctx, x.cfg.BatchSize, cur.from, unlock)
 	}

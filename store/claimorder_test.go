@@ -25,10 +25,14 @@ func TestClaimInHeapOrder(t *testing.T) {
 	if err != nil || expired < 800 || expired > 1200 || rows < 3600 || rows > 4400 {
 		t.Errorf("backlog estimate %.0f of %.0f rows (%v), want about 1000 of 4000", expired, rows, err)
 	}
+	pages, err := s.HeapPages(ctx)
+	if err != nil || pages == 0 {
+		t.Fatalf("heap pages: %d, %v", pages, err)
+	}
 	seen := map[string]bool{}
 	var from store.HeapPosition
 	for claims := 0; ; claims++ {
-		c, err := s.ClaimExpiredInHeapOrder(ctx, 300, from, nil)
+		c, err := s.ClaimExpiredInHeapOrder(ctx, 300, from, pages, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

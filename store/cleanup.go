@@ -45,14 +45,14 @@ const lockExpiredSQL = `
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED`
 
-// lockExpiredInHeapOrderSQL reads the heap itself from $2 on, page after page (a TID range scan),
-// and locks the expired live rows it meets. While a large share of the table is expired, a batch
+// lockExpiredInHeapOrderSQL reads the heap itself from $2 up to $3, page after page (a TID range
+// scan), and locks the expired live rows it meets. While a large share of the table is expired, a batch
 // then takes every expired row of a few dozen pages, where one in expiry order takes one row on
 // each of a thousand pages scattered over the table (and the new versions of its rows, and their
 // full-page images in the WAL after each checkpoint, with them).
 const lockExpiredInHeapOrderSQL = `
 	SELECT ctid FROM pastes
-	WHERE ctid >= $2::tid AND status = 'NOT_EXPIRED' AND expires_at <= now()
+	WHERE ctid >= $2::tid AND ctid < $3::tid AND status = 'NOT_EXPIRED' AND expires_at <= now()
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED`
 
@@ -74,23 +74,36 @@ const markClaimedSQL = `
 // failed may have committed all the same: its rows are handed back at once (ReturnClaim) rather
 // than left to the watchdog.
 func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, locked func()) (Claim, error) {
-	return s.claim(ctx, lockExpiredSQL, limit, from, locked)
+	return s.claim(ctx, lockExpiredSQL, locked, limit, from)
 }
 
 // ClaimExpiredInHeapOrder is ClaimExpired in the order of the table's heap, from the place from on
-// (the zero HeapPosition: the first page), rather than in expiry order: for a backlog that is a
-// large share of the table (BacklogEstimate). It claims nothing once no expired live row is left
-// past from; rows behind it (returned by the watchdog, held by a user's transaction as the claims
-// went by, or expired since) are left to claims in expiry order.
-func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, locked func()) (Claim, error) {
-	return s.claim(ctx, lockExpiredInHeapOrderSQL, limit, pgtype.TID{BlockNumber: from.Page, OffsetNumber: from.Line, Valid: true}, locked)
+// (the zero HeapPosition: the first page) and before page pages, rather than in expiry order: for a
+// backlog that is a large share of the table (BacklogEstimate). pages is the heap's size when the
+// run began (HeapPages): the pages added since hold the claims' own new versions, which a claim
+// would walk through for nothing. It claims nothing once no expired live row is left from from to
+// there; rows behind it (returned by the watchdog, held by a user's transaction as the claims went
+// by, or expired since) are left to claims in expiry order.
+func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, pages uint32, locked func()) (Claim, error) {
+	return s.claim(ctx, lockExpiredInHeapOrderSQL, locked, limit,
+		pgtype.TID{BlockNumber: from.Page, OffsetNumber: from.Line, Valid: true}, pgtype.TID{BlockNumber: pages, Valid: true})
 }
 
-func (s *Store) claim(ctx context.Context, lockSQL string, limit int, from any, locked func()) (Claim, error) {
+// HeapPages is how many pages the heap of pastes has now.
+func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT pg_relation_size('pastes') / current_setting('block_size')::bigint`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("heap size of pastes: %w", err)
+	}
+	return uint32(n), nil
+}
+
+func (s *Store) claim(ctx context.Context, lockSQL string, locked func(), args ...any) (Claim, error) {
 	var c Claim
 	marked := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, lockSQL, limit, from)
+		rows, err := tx.Query(ctx, lockSQL, args...)
 		if err != nil {
 			return err
 		}

@@ -123,10 +123,10 @@ func writeFrontPlot(path string, rep *report) error {
 	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{0, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
 	d := rep.heavy
 	ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
-	if s, err := plotter.NewScatter(xyOf([]float64{d.rate()}, []float64{ratio})); err == nil {
+	if s, err := plotter.NewScatter(xyOf([]float64{settledRate(d)}, []float64{ratio})); err == nil {
 		s.Color, s.Shape, s.Radius = orange, draw.PyramidGlyph{}, vg.Points(5)
 		p.Add(s)
-		p.Legend.Add("the automatic pacing (the paced window)", s)
+		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
 	}
 	p.X.Min = 0
 	return p.Save(vg.Points(700), vg.Points(450), path)
