@@ -101,7 +101,7 @@ func TestAdminCleanupRun(t *testing.T) {
 		t.Fatalf("run %d is %q", run.ID, run.Status)
 	}
 	freed := int64(len(keys) - e.count(`SELECT count(*) FROM content`))
-	if run.Claimed != 1000 || run.Tombstoned != int64(e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`)) ||
+	if run.Claimed != 1000 || run.Tombstoned != int64(e.count(`SELECT count(*) FROM tombstones`)) ||
 		run.ContentFreed != freed || run.BlobsDeleted != freed || run.Errors != 0 || run.Batches < 1 {
 		t.Errorf("report %+v; the database shows %d content rows freed", run, freed)
 	}

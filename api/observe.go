@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +17,7 @@ import (
 // one clock for both. The method is request.MethodLabel's, as the metrics have it. Never the raw path or
 // query: a paste's code is what lets anyone read it, so logs name routes, not pastes. Probes and
 // scrapes are logged at debug level, where their steady beat does not bury the requests of people.
-func observeRequests(logger *slog.Logger, metrics *httpMetrics) func(http.Handler) http.Handler {
+func observeRequests(logger *slog.Logger, metrics *httpMetrics, users interface{ Observe(time.Duration) }) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -28,6 +29,9 @@ func observeRequests(logger *slog.Logger, metrics *httpMetrics) func(http.Handle
 			level := slog.LevelInfo
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
 				level = slog.LevelDebug
+			}
+			if users != nil && usersRoute(route) {
+				users.Observe(took)
 			}
 			logger.LogAttrs(r.Context(), level, "request", slog.String("method", method), slog.String("route", route),
 				slog.Int("status", sw.status), slog.Duration("duration", took),
@@ -89,3 +93,16 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection (deadlines, flushing).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// usersRoute reports whether route is one that users call: every route but the probes, the
+// metrics and the operators' /admin. Their latency is what the cleanup drain's pacing keeps within
+// its budget (docs/design.md, "Pacing the drain").
+func usersRoute(route string) bool {
+	switch {
+	case route == "/healthz", route == "/readyz", route == "/metrics":
+		return false
+	case route == "/admin", strings.HasPrefix(route, "/admin/"):
+		return false
+	}
+	return true
+}

@@ -23,7 +23,7 @@ import (
 func routes(cfg Config, deps Deps, s *server) http.Handler {
 	r := chi.NewRouter()
 	r.Use(request.AssignIDs, request.IdentifyClients(cfg.TrustedProxies, cfg.ClientIPHeader),
-		observeRequests(deps.Logger, newHTTPMetrics(deps.Registry)), recoverPanics(deps.Logger, s.site.Error),
+		observeRequests(deps.Logger, newHTTPMetrics(deps.Registry), deps.UserLatency), recoverPanics(deps.Logger, s.site.Error),
 		securityHeaders, strictTransport(cfg.HSTSMaxAge), limitHeaderSize(cfg.MaxHeaderBytes, s.site.Error),
 		refuseUnknownMethods(s.site.Error), refuseCrossSite(cfg.BaseURL, answerCrossSite(s.site)),
 		// HEAD is allowed wherever GET is (RFC 9110, section 9.1): a HEAD with no route of its own

@@ -87,6 +87,9 @@ type Deps struct {
 	// Draining is closed when the process starts to shut down: /readyz then answers 503, so the load
 	// balancer stops sending requests here while those already sent are served. Nil: never.
 	Draining <-chan struct{}
+	// UserLatency takes the latency of every request of the routes users call (not /healthz,
+	// /readyz, /metrics or /admin): what the cleanup drain's pacing steers by. May be nil.
+	UserLatency interface{ Observe(time.Duration) }
 }
 
 // NewServer returns the whole HTTP API as one handler: the flows of package paste and the pages,

@@ -167,7 +167,7 @@ func TestViewLimitExactlyOnceAcrossReplicas(t *testing.T) {
 	if n := e.refCount("nine views"); n != 1 {
 		t.Errorf("ref_count %d after the last view, want 1: the other paste's", n)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED' AND deleted_reason = 'burned'`); n != 1 {
+	if n := e.count(`SELECT count(*) FROM tombstones WHERE deleted_reason = 'burned'`); n != 1 {
 		t.Errorf("%d pastes burned, want 1", n)
 	}
 }

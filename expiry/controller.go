@@ -5,126 +5,137 @@ import (
 	"time"
 )
 
-// Why the drain runs below the speed it could.
+// Why the drain's rate is what it is, as the metrics, the run reports and the CLI name it.
 const (
-	reasonMaxRate      = "max_rate"      // the configured ceiling
-	reasonDatabaseSlow = "database_slow" // the automatic pacing: finishing transactions over the target
+	reasonMaxRate    = "max_rate"    // held at the ceiling, PASTEBIN_CLEANUP_MAX_RATE
+	reasonMinRate    = "min_rate"    // held at the floor: the latency is over its budget even there
+	reasonRising     = "rising"      // the latency is under its aim: the rate climbs
+	reasonAtBudget   = "at_budget"   // the latency is between its aim and its budget: the rate eases off
+	reasonOverBudget = "over_budget" // the latency went over its budget: the rate was cut
+	reasonNoSignal   = "no_signal"   // nothing to steer by yet: the rate holds
 )
 
-// The controller's fixed ratios. docs/performance.md, "Pacing the drain", gives the measurements
-// behind them.
+// Where the controller's signal comes from.
 const (
-	deepestCut = 0.5 // a cut leaves target/signal of the throughput flowing, at least this much...
-	mildestCut = 0.9 // ...and at most this much
-	lowWater   = 0.6 // below target*lowWater the limit rises at full step; above, at creepStep of it
-	creepStep  = 0.1
-	uncapAbove = 1.2 // a limit this far above the best throughput seen binds nothing: lifted
+	sourceUsers    = "users"    // the users' request latency (p99) over its level before the drain
+	sourceDatabase = "database" // the finishing transaction's latency over its own recent minimum
 )
 
-// tuning holds the controller's time constants.
-type tuning struct {
-	smoothing   time.Duration // time constant of the latency and throughput averages
-	riseTime    time.Duration // the limit rises by the best throughput (or the ceiling) in this time
-	minCooldown time.Duration // after a cut, the next waits at least this long, and two batches
-}
+// The controller's law. docs/design.md, "Pacing the drain", gives the plant these are set for:
+// the users' latency flat from no drain up to a knee, and steep past it.
+const (
+	// aimShare: the controller aims at this share of the budget in log terms (budget 1.5: 1.22), so
+	// that the noise of a p99 over a few seconds keeps it under the budget, not around it.
+	aimShare = 0.5
+	// riseDoubling: at the signal's level before the drain, the rate doubles in this time while it
+	// is below the rate that last broke the budget (the knee), and in probeDoubling near or past it.
+	riseDoubling  = 10 * time.Second
+	probeDoubling = 2 * time.Minute
+	kneeShare     = 0.8 // below kneeShare of the knee, the rate rises at riseDoubling
+	// kneeForget: the knee doubles in this time, so a drain whose database recovered probes again.
+	kneeForget = 10 * time.Minute
+	// deepestCut: a cut leaves the rate at aim/signal of itself, and at least this share of it.
+	deepestCut = 0.5
+	// headroom: the rate stays within this multiple of the drain's throughput (anti-windup: a
+	// limit the drain cannot reach binds nothing, and would take long to come down when it must).
+	headroom = 2
+	// databaseBudgetPower: the finishing transaction's latency, judged batch by batch, is far
+	// noisier than a p99 over thousands of requests; steered by it, the controller allows the
+	// budget raised to this power (1.5: 2.25).
+	databaseBudgetPower = 2
+)
 
-var defaultTuning = tuning{smoothing: 2 * time.Second, riseTime: 20 * time.Second, minCooldown: 2 * time.Second}
-
-// controller is the automatic pacing as pure logic: an AIMD loop over one signal, the latency of the
-// finishing transaction, scaled to a full batch and smoothed. Above the target it cuts the limit to
-// cutFactor of the throughput flowing then (not of the limit, which may be far above it, or none),
-// and lets the cut show before it may cut again. Below lowWater of the target it raises the limit by
-// a fixed step per second, and lifts it back to the ceiling (or to none) once it binds nothing.
-// Between lowWater and the target it creeps up at a quarter of that step: a drain that found its
-// level stays near it, probing so slowly that the sawtooth of cut and creep is shallow and long,
-// where a loop that rose at full speed up to the target would flap. The limit never goes below
-// minRate, so a slow database slows the drain but never stops it.
+// controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
+// to its own level before the drain (1: no change). It works on the logarithm of the rate: under
+// its aim the rate grows in proportion to the headroom left (an integral law: where the plant is
+// flat, that is a steady exponential climb), between the aim and the budget it eases off the same
+// way, and past the budget it cuts at once by aim/signal and waits a signal window for the cut to
+// show. It remembers the rate that broke the budget (the knee) and climbs slowly near it, so the
+// limit settles under the knee instead of sawing across it. It never leaves [floor, ceiling], nor
+// runs further than headroom above what the drain achieves; so it never stops the drain.
 type controller struct {
-	target           float64 // seconds, for a full batch
-	minRate, maxRate float64 // pastes/s; maxRate +Inf: no ceiling
-	batch            int
-	tuning
+	budget         float64 // a ratio: the users' (LatencyBudget)
+	floor, ceiling float64 // pastes/s; ceiling +Inf: none
+	window         time.Duration
+	scale          func(time.Duration) time.Duration // the time scale of the law's constants
 
-	limit      float64 // pastes/s; +Inf: none
-	reason     string
-	signal     float64 // smoothed finishing latency of a full batch, seconds; 0 before any sample
-	throughput float64 // smoothed pastes/s finished; 0 before any sample
-	best       float64 // the highest smoothed throughput seen
-	last       time.Time
-	holdUntil  time.Time // no cut before this
-	cuts       int
+	rate      float64
+	knee      float64 // pastes/s; +Inf before the budget was ever broken
+	holdUntil time.Time
+	last      time.Time
+	reason    string
+	signal    float64
+	source    string
 }
 
-func newController(p Pacing, maxRate float64, batch int, now time.Time) *controller {
-	c := &controller{target: p.Target.Seconds(), minRate: min(p.MinRate, maxRate), maxRate: maxRate, batch: batch, tuning: p.tuning}
-	if c.tuning == (tuning{}) {
-		c.tuning = defaultTuning
-	}
-	c.limit, c.last, c.holdUntil = maxRate, now, now
-	if !math.IsInf(maxRate, 1) {
-		c.reason = reasonMaxRate
-	}
-	return c
+func newController(p Pacing, floor, ceiling float64, now time.Time) *controller {
+	return &controller{budget: p.LatencyBudget, floor: min(floor, ceiling),
+		ceiling: ceiling, window: p.scaled(controllerWindow), scale: p.scaled, rate: min(floor, ceiling),
+		knee: math.Inf(1), last: now, reason: reasonNoSignal}
 }
 
-// observe takes one finished batch, rows pastes in d, and returns the limit (pastes/s, +Inf: none).
-func (c *controller) observe(now time.Time, rows int, d time.Duration) float64 {
-	dt := max(now.Sub(c.last).Seconds(), 1e-6)
+// step takes the signal at now (ok false: none this time) and the drain's throughput (pastes/s)
+// and returns the rate.
+func (c *controller) step(now time.Time, signal float64, source string, ok bool, throughput float64) float64 {
+	dt := max(now.Sub(c.last).Seconds(), 0)
 	c.last = now
-	w := 1 - math.Exp(-dt/c.smoothing.Seconds())
-	if c.throughput == 0 {
-		c.throughput = float64(rows) / dt
-	} else {
-		c.throughput += w * (float64(rows)/dt - c.throughput)
+	if !math.IsInf(c.knee, 1) {
+		c.knee *= math.Exp(dt * math.Ln2 / c.scale(kneeForget).Seconds())
 	}
-	c.best = max(c.best, c.throughput)
-	if rows*2 < c.batch {
-		return c.limit // a short batch (the end of a backlog) says little about a full one
+	if !ok || signal <= 0 {
+		c.reason = reasonNoSignal
+		return c.rate
 	}
-	sample := d.Seconds() * float64(c.batch) / float64(rows)
-	if c.signal == 0 {
-		c.signal = sample
-	} else {
-		c.signal += w * (sample - c.signal)
+	c.signal, c.source = signal, source
+	budget := c.budget
+	if source == sourceDatabase {
+		budget = math.Pow(c.budget, databaseBudgetPower)
 	}
+	aim := math.Pow(budget, aimShare)
 	switch {
-	case c.signal > c.target:
-		c.cut(now)
-	case c.signal < c.target*lowWater:
-		c.rise(dt)
+	case signal > budget && now.Before(c.holdUntil):
+		// The last cut has not shown in the signal yet.
+	case signal > budget:
+		c.knee = c.rate
+		c.rate *= max(deepestCut, aim/signal)
+		c.holdUntil = now.Add(c.window)
+		c.reason = reasonOverBudget
 	default:
-		c.rise(dt * creepStep)
+		c.ease(dt, signal, aim)
 	}
-	return c.limit
+	c.clamp(throughput)
+	return c.rate
 }
 
-func (c *controller) cut(now time.Time) {
-	if now.Before(c.holdUntil) {
-		return
+// ease moves the rate by the headroom under the aim, on the log scale: up under the aim, down
+// between the aim and the budget.
+func (c *controller) ease(dt, signal, aim float64) {
+	doubling := c.scale(riseDoubling)
+	if c.rate >= kneeShare*c.knee {
+		doubling = c.scale(probeDoubling)
 	}
-	factor := min(max(c.target/c.signal, deepestCut), mildestCut)
-	c.limit = max(c.minRate, min(c.limit, c.throughput)*factor)
-	c.reason = reasonDatabaseSlow
-	c.cuts++
-	// Let the cut show before judging again: the averages need a time constant, a slow drain a
-	// couple of batches.
-	twoBatches := time.Duration(2 * float64(c.batch) / c.limit * float64(time.Second))
-	c.holdUntil = now.Add(max(c.minCooldown, c.smoothing, twoBatches))
+	e := math.Log(aim/signal) / math.Log(aim) // 1 at the level before the drain, 0 at the aim
+	c.rate *= math.Exp(e * dt * math.Ln2 / doubling.Seconds())
+	c.reason = reasonRising
+	if e < 0 {
+		c.reason = reasonAtBudget
+	}
 }
 
-func (c *controller) rise(dt float64) {
-	if math.IsInf(c.limit, 1) || c.limit >= c.maxRate {
-		return
+func (c *controller) clamp(throughput float64) {
+	upper := c.ceiling
+	if throughput > 0 {
+		upper = min(upper, max(c.floor, headroom*throughput))
 	}
-	ref := c.maxRate
-	if math.IsInf(ref, 1) {
-		ref = c.best
-	}
-	c.limit += max(c.minRate, ref) / c.riseTime.Seconds() * dt
 	switch {
-	case c.limit >= c.maxRate:
-		c.limit, c.reason = c.maxRate, reasonMaxRate
-	case math.IsInf(c.maxRate, 1) && c.limit >= c.best*uncapAbove:
-		c.limit, c.reason = math.Inf(1), ""
+	case c.rate >= c.ceiling:
+		c.rate, c.reason = c.ceiling, reasonMaxRate
+	case c.rate > upper:
+		c.rate = upper
+	case c.rate <= c.floor:
+		c.rate = c.floor
+		if c.reason == reasonOverBudget || c.reason == reasonAtBudget {
+			c.reason = reasonMinRate
+		}
 	}
 }

@@ -1,153 +1,174 @@
 package expiry
 
 import (
-	"math"
-	"math/rand/v2"
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// A simulated drain for the controller, on a fake clock: batches of 1000 finish one after the other
-// at the pace the limit allows (or the database's capacity), each taking the latency the database
-// gives at that pace. The controller is pure logic, so this drives it exactly as the pacer does.
-type simulation struct {
-	c        *controller
-	now      time.Time
-	capacity float64 // pastes/s the drain reaches with no limit
-	latency  func(rate float64) time.Duration
-	cutsAt   []time.Time
-}
-
-const simBatch = 1000
-
-func newSimulation(p Pacing, maxRate, capacity float64, latency func(float64) time.Duration) *simulation {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	return &simulation{c: newController(p, maxRate, simBatch, now), now: now, capacity: capacity, latency: latency}
-}
-
-// run advances the simulation by d and returns the lowest and highest limit it saw.
-func (s *simulation) run(d time.Duration) (lo, hi float64) {
-	lo, hi = math.Inf(1), 0
-	end := s.now.Add(d)
-	for i := 0; s.now.Before(end) && i < 1_000_000; i++ {
-		rate := min(s.c.limit, s.capacity)
-		s.now = s.now.Add(time.Duration(simBatch / rate * float64(time.Second)))
-		cuts := s.c.cuts
-		limit := s.c.observe(s.now, simBatch, s.latency(rate))
-		if s.c.cuts > cuts {
-			s.cutsAt = append(s.cutsAt, s.now)
+// TestPacingLandsUnderTheKnee: on a plant shaped like the heavy day's (users' p99 flat up to a
+// knee, steep past it), the controller climbs from its floor and settles under the knee: within
+// 15% of the highest rate that keeps the p99 within budget, with the users' p99 over budget in
+// at most one window in twenty once it has settled.
+func TestPacingLandsUnderTheKnee(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(5) {
+		pl := heavyDayPlant(seed)
+		s := newSimulation(t, pl, 1, autoPacing())
+		s.run(3 * time.Minute)
+		from := s.now
+		s.run(10 * time.Minute)
+		best := pl.best(1.5)
+		if mean := pl.meanRate(from, s.now); mean < 0.85*best || mean > best {
+			t.Errorf("seed %d: settled at %.0f pastes/s on average, want within 15%% under %.0f", seed, mean, best)
 		}
-		lo, hi = min(lo, limit), max(hi, limit)
-	}
-	return lo, hi
-}
-
-func autoPacing(target time.Duration, minRate float64) Pacing {
-	return Pacing{Mode: PacingAuto, MinRate: minRate, Target: target}
-}
-
-// TestControllerSlowsAndRecovers: a drain whose finishing transactions take 70 ms at full speed,
-// under a 100 ms target, is left alone; while the database adds 300 ms to each, the limit falls to
-// the minimum and no further; once the slowness ends the limit climbs back and is lifted.
-func TestControllerSlowsAndRecovers(t *testing.T) {
-	t.Parallel()
-	slow := false
-	s := newSimulation(autoPacing(100*time.Millisecond, 500), math.Inf(1), 20000, func(rate float64) time.Duration {
-		d := 30*time.Millisecond + time.Duration(rate*2*float64(time.Microsecond))
-		if slow {
-			d += 300 * time.Millisecond
+		if over := s.overBudget(from, s.now, 1.5); over > 0.05 {
+			t.Errorf("seed %d: users' p99 over budget in %.0f%% of the windows, want at most 5%%", seed, 100*over)
 		}
-		return d
-	})
-	if lo, _ := s.run(time.Minute); !math.IsInf(lo, 1) || s.c.reason != "" {
-		t.Fatalf("at 70 ms under a 100 ms target the limit went down to %g (%s), want none", lo, s.c.reason)
-	}
-	slow = true
-	lo, _ := s.run(time.Minute)
-	if lo != 500 || s.c.limit != 500 || s.c.reason != reasonDatabaseSlow {
-		t.Errorf("after a slow minute: limit %g (lowest %g), reason %q; want the minimum 500, database_slow", s.c.limit, lo, s.c.reason)
-	}
-	slow = false
-	for i := 0; i < 18 && !math.IsInf(s.c.limit, 1); i++ {
-		s.run(5 * time.Second)
-	}
-	if !math.IsInf(s.c.limit, 1) || s.c.reason != "" {
-		t.Errorf("90 s after the slowness: limit %g, reason %q; want lifted", s.c.limit, s.c.reason)
 	}
 }
 
-// TestControllerSettles: where the latency crosses the target at 8000 pastes/s, with noise, the
-// limit comes down to below that within a few cuts, then creeps towards it and is trimmed back by
-// mild cuts: it stays within a few percent of where the target binds, not a sawtooth.
-func TestControllerSettles(t *testing.T) {
+// TestPacingSlowdownStartsAndEnds: the database slows down (the knee falls to a third) for five
+// minutes: within half a minute the rate is cut under the new knee, and the users' p99 is back
+// within budget; once the slowdown ends the rate climbs back to the front within ten minutes.
+func TestPacingSlowdownStartsAndEnds(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(1, 2))
-	s := newSimulation(autoPacing(100*time.Millisecond, 500), math.Inf(1), 20000, func(rate float64) time.Duration {
-		d := 20e-3 + rate*10e-6 // 100 ms at 8000/s
-		return time.Duration(d * (0.9 + 0.2*rng.Float64()) * float64(time.Second))
-	})
-	s.run(time.Minute)
-	lo, hi := s.run(5 * time.Minute)
-	if lo < 0.85*8000 || hi > 1.05*8000 {
-		t.Errorf("limit between %.0f and %.0f over 5 settled minutes; want within 85-105%% of the 8000/s where the target binds", lo, hi)
+	pl := heavyDayPlant(7)
+	s := newSimulation(t, pl, 1, autoPacing())
+	s.run(5 * time.Minute)
+	pl.knee /= 3
+	s.run(30 * time.Second)
+	if r := s.rate(); r > pl.best(1.5) {
+		t.Errorf("30 s into the slowdown the rate is %.0f, over the %.0f the budget allows now", r, pl.best(1.5))
 	}
-	if s.c.signal > 0.105 {
-		t.Errorf("smoothed latency %.1f ms, want at most the 100 ms target and a little noise", s.c.signal*1000)
+	from := s.now
+	s.run(4*time.Minute + 30*time.Second)
+	if over := s.overBudget(from, s.now, 1.5); over > 0.05 {
+		t.Errorf("during the slowdown the users' p99 was over budget in %.0f%% of the windows", 100*over)
+	}
+	pl.knee *= 3
+	s.run(10 * time.Minute)
+	if r := pl.meanRate(s.now.Add(-time.Minute), s.now); r < 0.85*pl.best(1.5) {
+		t.Errorf("ten minutes after the slowdown ended the rate is %.0f, want back within 15%% of %.0f", r, pl.best(1.5))
 	}
 }
 
-// TestControllerCeiling: with a ceiling, the limit starts there, never goes above it, and returns to
-// it (reason max_rate) when the slowness is over.
-func TestControllerCeiling(t *testing.T) {
+// TestPacingReplicasShareOneController: two and three replicas pace one drain: one of them at a
+// time runs the controller, every one follows the pace it publishes, and together they land where
+// one replica does.
+func TestPacingReplicasShareOneController(t *testing.T) {
 	t.Parallel()
-	slow := false
-	s := newSimulation(autoPacing(100*time.Millisecond, 200), 5000, 20000, func(rate float64) time.Duration {
-		if slow {
-			return 400 * time.Millisecond
+	for _, n := range []int{2, 3} {
+		pl := heavyDayPlant(uint64(n))
+		s := newSimulation(t, pl, n, autoPacing())
+		from := s.now.Add(3 * time.Minute)
+		for s.now.Before(from.Add(10 * time.Minute)) {
+			s.run(time.Second)
+			if h := s.holders(); len(h) != 1 {
+				t.Fatalf("%d replicas: %d controllers at %s: %v", n, len(h), s.now.Format(time.TimeOnly), h)
+			}
+			for _, rp := range s.replicas {
+				if r := rp.p.rate(); r != s.rate() {
+					t.Fatalf("%d replicas: %s follows %.0f pastes/s, the controller set %.0f", n, rp.p.member, r, s.rate())
+				}
+			}
 		}
-		return 20 * time.Millisecond
-	})
-	if _, hi := s.run(30 * time.Second); hi != 5000 || s.c.reason != reasonMaxRate {
-		t.Errorf("limit up to %g (%s), want the ceiling 5000, max_rate", hi, s.c.reason)
-	}
-	slow = true
-	if lo, _ := s.run(time.Minute); lo != 200 || s.c.reason != reasonDatabaseSlow {
-		t.Errorf("slow: limit down to %g (%s), want the minimum 200, database_slow", lo, s.c.reason)
-	}
-	slow = false
-	if _, hi := s.run(time.Minute); hi != 5000 || s.c.limit != 5000 || s.c.reason != reasonMaxRate {
-		t.Errorf("after: limit %g (at most %g), reason %s; want back at the ceiling 5000, max_rate", s.c.limit, hi, s.c.reason)
+		if mean := pl.meanRate(from, s.now); mean < 0.85*pl.best(1.5) || mean > pl.best(1.5) {
+			t.Errorf("%d replicas settled at %.0f pastes/s, want within 15%% under %.0f", n, mean, pl.best(1.5))
+		}
 	}
 }
 
-// TestControllerCooldown: one very slow batch (a lock held on purpose) cuts once, not once per
-// batch that follows while the average comes down.
-func TestControllerCooldown(t *testing.T) {
+// TestPacingControllerDiesHoldingTheLease: the replica running the controller dies without
+// letting its lease go. Once the lease runs out another replica takes the controller over, from
+// the rate and the baseline its predecessor published: the drain neither falls back to its floor
+// nor takes a baseline measured during the drain.
+func TestPacingControllerDiesHoldingTheLease(t *testing.T) {
 	t.Parallel()
-	c := newController(autoPacing(100*time.Millisecond, 100), math.Inf(1), 1000, time.Unix(0, 0))
-	now := time.Unix(0, 0)
-	for i := 0; i < 20; i++ { // 10 batches a second at 20 ms
-		now = now.Add(100 * time.Millisecond)
-		c.observe(now, 1000, 20*time.Millisecond)
+	pl := heavyDayPlant(11)
+	s := newSimulation(t, pl, 3, autoPacing())
+	s.run(4 * time.Minute)
+	holder := s.holders()
+	before, baseline := s.rate(), s.replicas[0].p.current.Baseline
+	for _, rp := range s.replicas {
+		if rp.p.member == holder[0] {
+			rp.alive = false
+		}
 	}
-	now = now.Add(3 * time.Second)
-	c.observe(now, 1000, 3*time.Second)
-	for i := 0; i < 10; i++ { // the next second, fast again, while the average still remembers
-		now = now.Add(100 * time.Millisecond)
-		c.observe(now, 1000, 20*time.Millisecond)
+	s.run(s.leaseTTL + 2*time.Second)
+	after := s.holders()
+	if len(after) != 1 || slices.Equal(after, holder) {
+		t.Fatalf("after %s holding the lease died: controllers %v", holder, after)
 	}
-	if c.cuts != 1 {
-		t.Errorf("%d cuts after one slow batch, want 1", c.cuts)
+	var successor *pacer
+	for _, rp := range s.live() {
+		if rp.p.member == after[0] {
+			successor = rp.p
+		}
+	}
+	if successor.steering.signals.baseline != baseline || baseline == 0 {
+		t.Errorf("the successor's baseline is %g s, want its predecessor's %g s", successor.steering.signals.baseline, baseline)
+	}
+	if r := s.rate(); r < 0.7*before {
+		t.Errorf("the rate fell from %.0f to %.0f when the controller changed hands", before, r)
+	}
+	s.run(5 * time.Minute)
+	if mean := pl.meanRate(s.now.Add(-3*time.Minute), s.now); mean < 0.85*pl.best(1.5) {
+		t.Errorf("under the successor the drain runs at %.0f pastes/s, want within 15%% of %.0f", mean, pl.best(1.5))
 	}
 }
 
-// TestControllerIgnoresShortBatches: a batch under half the batch size, at the end of a backlog,
-// does not count as a slow full batch.
-func TestControllerIgnoresShortBatches(t *testing.T) {
+// TestPacingFloorAndCeiling: a plant over budget at any rate holds the drain at its floor, never
+// below and never stopped; one under budget at any rate lets it climb to the ceiling.
+func TestPacingFloorAndCeiling(t *testing.T) {
 	t.Parallel()
-	c := newController(autoPacing(100*time.Millisecond, 100), math.Inf(1), 1000, time.Unix(0, 0))
-	c.observe(time.Unix(1, 0), 10, 90*time.Millisecond) // 9 s for a full batch, if scaled
-	if c.cuts != 0 || !math.IsInf(c.limit, 1) {
-		t.Errorf("a 10-paste batch cut the limit to %g", c.limit)
+	p := autoPacing()
+	p.MaxRate = 6000
+	slow := heavyDayPlant(1)
+	slow.knee = 10 // over budget from the first batch
+	s := newSimulation(t, slow, 1, p)
+	s.run(3 * time.Minute)
+	if r, st := s.rate(), s.replicas[0].p.state(); r != p.MinRate || st.Reason != reasonMinRate {
+		t.Errorf("on a plant over budget everywhere: %.0f pastes/s (%s), want the floor %.0f", r, st.Reason, p.MinRate)
+	}
+	fast := heavyDayPlant(2)
+	fast.knee = 1e9
+	s = newSimulation(t, fast, 1, p)
+	s.run(3 * time.Minute)
+	if r, st := s.rate(), s.replicas[0].p.state(); r != p.MaxRate || st.Reason != reasonMaxRate {
+		t.Errorf("on a plant under budget everywhere: %.0f pastes/s (%s), want the ceiling %.0f", r, st.Reason, p.MaxRate)
 	}
 }
+
+// TestPacingWithoutRedisTakesItsShare: while the deployment's bucket cannot be reached, a process
+// draws from a bucket of its own at its share of the last rate it knew: that rate over the
+// processes draining when it last counted them, not the whole rate each.
+func TestPacingWithoutRedisTakesItsShare(t *testing.T) {
+	t.Parallel()
+	d := Deployment{Budget: awayBucket{}, Drainers: fixedRoster(3)}
+	m := newMetrics(prometheus.NewRegistry(), &Expirer{})
+	p := newPacer(Pacing{Mode: PacingOff, MaxRate: 3000}, 100, d, "replica-1", m, slog.New(slog.DiscardHandler))
+	p.count(context.Background())
+	if err := p.take(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := float64(p.local.Limit()); got != 1000 {
+		t.Errorf("with Redis away the process draws at %.0f pastes/s, want its share of 3000 over 3 processes", got)
+	}
+}
+
+type awayBucket struct{}
+
+func (awayBucket) Take(context.Context, string, float64, int, int) (time.Duration, error) {
+	return 0, errors.New("redis away")
+}
+
+type fixedRoster int
+
+func (r fixedRoster) Join(context.Context, string) (int, error) { return int(r), nil }
+func (fixedRoster) Leave(context.Context, string) error         { return nil }

@@ -6,9 +6,11 @@ package expiry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -42,7 +44,7 @@ func DefaultConfig() Config {
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
 		OrphanGrace: store.DefaultOrphanGrace, TombstoneRetention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
-		Pacing: Pacing{Mode: PacingAuto, MinRate: 1000, Target: 100 * time.Millisecond},
+		Pacing: DefaultPacing(),
 	}
 }
 
@@ -85,6 +87,8 @@ type Expirer struct {
 	metrics *metrics
 	pacer   *pacer
 
+	deployment Deployment
+
 	schedule      cron.Schedule
 	sweepSchedule cron.Schedule
 
@@ -95,9 +99,16 @@ type Expirer struct {
 	lockOutage cache.Outage // Redis unreachable for the lock: logged once per outage
 }
 
+// Option is an optional part of the cleanup subsystem.
+type Option func(*Expirer)
+
+// WithDeployment paces the drain with every replica through d (Redis): one budget for them all,
+// one controller at a time. Without it, the process paces its drain alone.
+func WithDeployment(d Deployment) Option { return func(x *Expirer) { x.deployment = d } }
+
 // New returns the cleanup subsystem. It registers its metrics on reg.
 func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks Locks,
-	logger *slog.Logger, reg prometheus.Registerer) (*Expirer, error) {
+	logger *slog.Logger, reg prometheus.Registerer, opts ...Option) (*Expirer, error) {
 	if cfg.BatchSize <= 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("cleanup: batch size %d and workers %d must be positive", cfg.BatchSize, cfg.Workers)
 	}
@@ -121,8 +132,11 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks L
 		store: st, blobs: blobs, cache: c, locks: locks, cfg: cfg, logger: logger,
 		schedule: sched, sweepSchedule: sweep, kick: make(chan struct{}, 1), baseCtx: context.Background(),
 	}
+	for _, o := range opts {
+		o(x)
+	}
 	x.metrics = newMetrics(reg, x)
-	x.pacer = newPacer(cfg.Pacing, cfg.BatchSize, x.metrics, logger)
+	x.pacer = newPacer(cfg.Pacing, cfg.BatchSize, x.deployment, memberName(cfg.Host), x.metrics, logger)
 	return x, nil
 }
 
@@ -225,3 +239,9 @@ func (x *Expirer) resetStuck(ctx context.Context) int64 {
 
 // Workers is the number of cleanup workers this process runs; 0 means it runs no cleanup.
 func (x *Expirer) Workers() int { return x.cfg.Workers }
+
+// memberName names this process among the processes draining: its host, its pid and a random
+// suffix, so that two processes of one host, or a restarted one, never share a name.
+func memberName(host string) string {
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), rand.Text()[:8])
+}

@@ -83,7 +83,7 @@ func testRunReports(t *testing.T, kind cachetest.Kind) {
 	freedBefore := e.count(`SELECT count(*) FROM content`)
 	x := e.expirer(3, func(c *Config) { c.BatchSize = 250 })
 	r := e.runOnce(x)
-	deleted := int64(e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`))
+	deleted := int64(e.count(`SELECT count(*) FROM tombstones`))
 	freed := int64(freedBefore - e.count(`SELECT count(*) FROM content`))
 	if r.Claimed != 2000 || r.Tombstoned != deleted || deleted != 2000 {
 		t.Errorf("report claimed %d tombstoned %d; database shows %d tombstones, want 2000", r.Claimed, r.Tombstoned, deleted)
@@ -149,7 +149,7 @@ func TestWatchdog(t *testing.T) {
 	if err != nil || len(rel.Codes) != 120 {
 		t.Errorf("the second claim's finish tombstoned %d pastes (%v), want all 120", len(rel.Codes), err)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`); n != 300 {
+	if n := e.count(`SELECT count(*) FROM tombstones`); n != 300 {
 		t.Errorf("tombstones %d, want 300", n)
 	}
 	x.DrainOutbox(ctx)
@@ -279,12 +279,12 @@ func TestTombstonePurge(t *testing.T) {
 	e.seed(storetest.SeedSpec{Pastes: 1200, Expired: 1200, Shared: 0.5, Tag: "P"})
 	x := e.expirer(1, func(c *Config) { c.TombstoneRetention = time.Hour })
 	e.runOnce(x)
-	e.exec(`UPDATE pastes SET deleted_at = now() - interval '2 hours' WHERE short_code < 'P0000000600'`)
+	e.exec(`UPDATE tombstones SET deleted_at = now() - interval '2 hours' WHERE short_code < 'P0000000600'`)
 	r := e.runOnce(x)
 	if r.Purged != 599 {
 		t.Errorf("purged %d, want 599", r.Purged)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes`); n != 601 {
+	if n := e.count(`SELECT count(*) FROM tombstones`); n != 601 {
 		t.Errorf("%d rows left, want 601", n)
 	}
 }

@@ -14,7 +14,8 @@ type metrics struct {
 	blobsDeleted, blobsFailed, reset, orphans      prometheus.Counter
 	unlocked, retries, repaired, pacedSeconds      prometheus.Counter
 	failures, slowdowns                            *prometheus.CounterVec
-	rateLimit, pacingSignal                        prometheus.Gauge
+	rateLimit, pacingSignal, pacingController      prometheus.Gauge
+	pacingReason                                   *prometheus.GaugeVec
 	claimSeconds, finishSeconds, blobDeleteSeconds prometheus.Histogram
 	backlog, backlogAge, inProgress, outboxDepth   prometheus.Gauge
 	outboxAge                                      prometheus.Gauge
@@ -49,9 +50,11 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		repaired:          counter("content_repaired_total", "Content rows whose wrong ref_count broke a batch, recounted under row locks."),
 		pacedSeconds:      counter("paced_seconds_total", "Time workers waited for the pacer before a claim, summed."),
 		failures:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_failures_total", Help: "Cleanup failures by stage; constraint: a batch refused on a wrong ref_count (then repaired)."}, []string{"stage"}),
-		slowdowns:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_paced_total", Help: "Times the automatic pacing cut the rate limit, by reason."}, []string{"reason"}),
-		rateLimit:         gauge("rate_limit", "Pastes per second this process's drain may claim now; 0: no limit."),
-		pacingSignal:      gauge("pacing_signal_seconds", "Automatic pacing: the finishing transaction's latency, scaled to a full batch and smoothed."),
+		slowdowns:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_paced_total", Help: "Times the automatic pacing cut the deployment's rate, by reason, counted by the process that ran the controller."}, []string{"reason"}),
+		rateLimit:         gauge("rate_limit", "Pastes per second the whole deployment's drain may claim now (every replica draws from one budget); 0: no limit."),
+		pacingSignal:      gauge("pacing_signal_ratio", "Automatic pacing: the signal the controller steers by, a latency over its level before the drain (1: unchanged)."),
+		pacingController:  gauge("pacing_controller", "1 while this process runs the controller that sets the deployment's rate."),
+		pacingReason:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pastebin_cleanup_pacing_reason", Help: "1 for why the deployment's drain runs at its rate now: max_rate, min_rate, rising, at_budget, over_budget or no_signal; none of them: no limit."}, []string{"reason"}),
 		claimSeconds:      latency("claim_seconds", "Time to claim one batch."),
 		finishSeconds:     latency("finish_seconds", "Time of the transaction finishing one batch."),
 		blobDeleteSeconds: latency("blob_delete_seconds", "Time of one S3 multi-object delete (DeleteObjects) of freed blobs."),
@@ -66,10 +69,10 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 	for _, stage := range []string{"claim", "finish", "constraint", "redis", "s3", "outbox", "watchdog", "purge", "sweep"} {
 		m.failures.WithLabelValues(stage)
 	}
-	m.slowdowns.WithLabelValues(reasonDatabaseSlow)
+	m.slowdowns.WithLabelValues(reasonOverBudget)
 	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.retries, m.repaired, m.pacedSeconds, m.failures, m.slowdowns,
-		m.rateLimit, m.pacingSignal, m.claimSeconds, m.finishSeconds, m.blobDeleteSeconds,
+		m.rateLimit, m.pacingSignal, m.pacingController, m.pacingReason, m.claimSeconds, m.finishSeconds, m.blobDeleteSeconds,
 		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge)
 	return m
 }

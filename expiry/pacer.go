@@ -2,7 +2,6 @@ package expiry
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -10,60 +9,57 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"pastebin/cache"
 	"pastebin/store"
 )
 
-// Pacing modes (PASTEBIN_CLEANUP_PACING).
-const (
-	PacingOff  = "off"  // no automatic pacing; MaxRate alone, if set, is a ceiling
-	PacingAuto = "auto" // slow down while the finishing transactions are slower than the target
-)
+// budgetKey names the deployment's token bucket.
+const budgetKey = "cleanup-budget"
 
-// modeMaxRate is how a run report names PacingOff with a ceiling.
-const modeMaxRate = "max_rate"
-
-// Pacing is how fast one process's drain may go (docs/design.md, "Pacing the drain").
-type Pacing struct {
-	Mode    string        // PacingOff or PacingAuto
-	MaxRate float64       // pastes/s, a ceiling in every mode; 0: none
-	MinRate float64       // pastes/s the automatic pacing never goes below
-	Target  time.Duration // auto: the finishing transaction of a full batch is kept under this
-
-	tuning tuning // the controller's time constants; zero: defaultTuning (tests shorten them)
-}
-
-func (p Pacing) validate() error {
-	switch {
-	case p.Mode != PacingOff && p.Mode != PacingAuto:
-		return fmt.Errorf("pacing %q: want %s or %s", p.Mode, PacingAuto, PacingOff)
-	case p.MaxRate < 0 || p.MinRate < 0:
-		return fmt.Errorf("pacing rates %g and %g must not be negative", p.MaxRate, p.MinRate)
-	case p.Mode == PacingAuto && (p.MinRate <= 0 || p.Target <= 0):
-		return fmt.Errorf("automatic pacing needs a minimum rate and a target above zero")
-	}
-	return nil
-}
-
-// pacer paces the claims of one process's workers: before each claim a worker waits for a batch's
-// tokens from a token bucket, between batches, so the claim, the finishing transaction and the
-// after-commit stage stay as they are; a paced drain is slower, never different. The bucket's rate
-// is the ceiling, or what the controller sets in automatic mode.
+// pacer paces this process's claims against the deployment's rate (docs/design.md, "Pacing the
+// drain"): before each claim a worker takes a batch's tokens from the token bucket every replica
+// draws from, a tenth at a time, so a raised rate applies within a tenth of a batch. The claim,
+// the finishing transaction and the after-commit stage stay as they are: a paced drain is slower,
+// never different. While Redis is away, the process draws from a bucket of its own at its share of
+// the last rate it knew: that rate over the processes draining then.
 type pacer struct {
-	cfg     Pacing
-	batch   int
-	metrics *metrics
-	logger  *slog.Logger
+	cfg      Pacing
+	batch    int
+	shared   Deployment
+	member   string // this process, in the roster of the processes draining
+	metrics  *metrics
+	logger   *slog.Logger
+	finishes *finishLog
 
-	mu     sync.Mutex
-	lim    *rate.Limiter
-	ctl    *controller // nil unless automatic
-	waited time.Duration
+	mu       sync.Mutex
+	current  pace          // the pace in force, as last known
+	drainers int           // processes draining at the last count, this one included
+	local    *rate.Limiter // this process's own bucket; nil until a take needs it
+	waited   time.Duration
+	claimed  int64     // pastes claimed here since the last time they were added to the shared count
+	total    int64     // the deployment's claims (or this process's, alone) at the last count
+	holding  bool      // this process runs the controller
+	steering *steering // while it does; only the steering goroutine touches it
+	outage   cache.Outage
 }
 
-func newPacer(cfg Pacing, batch int, m *metrics, logger *slog.Logger) *pacer {
-	p := &pacer{cfg: cfg, batch: batch, metrics: m, logger: logger}
-	p.start()
+func newPacer(cfg Pacing, batch int, shared Deployment, member string, m *metrics, logger *slog.Logger) *pacer {
+	p := &pacer{cfg: cfg, batch: batch, shared: shared, member: member, metrics: m, logger: logger,
+		finishes: &finishLog{}, drainers: 1}
+	p.current = p.startingPace()
+	p.publish()
 	return p
+}
+
+// startingPace is the pace before any controller spoke: the ceiling when off, the floor when auto.
+func (p *pacer) startingPace() pace {
+	if p.cfg.Mode == PacingOff {
+		if p.cfg.MaxRate > 0 {
+			return pace{Rate: p.cfg.MaxRate, Reason: reasonMaxRate}
+		}
+		return pace{}
+	}
+	return pace{Rate: p.floor(), Reason: reasonNoSignal, Budget: p.cfg.LatencyBudget}
 }
 
 func (p *pacer) ceiling() float64 {
@@ -73,33 +69,25 @@ func (p *pacer) ceiling() float64 {
 	return math.Inf(1)
 }
 
-// start begins a run: the ceiling again, and an empty bucket, so that the first batch of a run is
-// paid for like the others and a run's rate stays under the ceiling however it is measured.
-func (p *pacer) start() {
+func (p *pacer) floor() float64 { return min(p.cfg.MinRate, p.ceiling()) }
+
+// rate is the deployment's rate in force, pastes/s; +Inf: none.
+func (p *pacer) rate() float64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
-	if p.cfg.Mode == PacingAuto {
-		p.ctl = newController(p.cfg, p.ceiling(), p.batch, now)
+	if p.current.Rate <= 0 {
+		return math.Inf(1)
 	}
-	p.lim = rate.NewLimiter(toLimit(p.ceiling()), p.batch)
-	p.lim.ReserveN(now, p.batch)
-	p.waited = 0
-	p.publish(p.ceiling())
+	return p.current.Rate
 }
 
-// wait blocks until the bucket has given a batch's tokens; only a cancelled ctx ends it sooner. It
-// takes them a tenth at a time, so that a limit the controller raises while a worker waits at a
-// low one applies within a tenth of that wait.
+// wait blocks until a batch's tokens are taken; only a cancelled ctx ends it sooner.
 func (p *pacer) wait(ctx context.Context) error {
-	p.mu.Lock()
-	lim := p.lim
-	p.mu.Unlock()
 	start := time.Now()
-	var err error
 	step := max(1, p.batch/10)
+	var err error
 	for left := p.batch; left > 0 && err == nil; left -= step {
-		err = lim.WaitN(ctx, min(step, left))
+		err = p.take(ctx, min(step, left))
 	}
 	if d := time.Since(start); d > time.Millisecond {
 		p.metrics.pacedSeconds.Add(d.Seconds())
@@ -110,58 +98,138 @@ func (p *pacer) wait(ctx context.Context) error {
 	return err
 }
 
-// observe feeds a finishing transaction's latency to the controller, in automatic mode.
-func (p *pacer) observe(rows int, d time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ctl == nil || rows == 0 {
-		return
-	}
-	now := time.Now()
-	cuts, reason := p.ctl.cuts, p.ctl.reason
-	limit := p.ctl.observe(now, rows, d)
-	p.metrics.pacingSignal.Set(p.ctl.signal)
-	if p.ctl.cuts > cuts {
-		p.metrics.slowdowns.WithLabelValues(p.ctl.reason).Inc()
-	}
-	if p.ctl.cuts > cuts || p.ctl.reason != reason {
-		p.logger.Info("cleanup pacing changed the rate limit", "rate_limit", limit, "reason", p.ctl.reason,
-			"finish_seconds_per_batch", p.ctl.signal, "target_seconds", p.cfg.Target.Seconds())
-	}
-	if toLimit(limit) != p.lim.Limit() {
-		p.lim.SetLimitAt(now, toLimit(limit))
-		p.publish(limit)
+// take takes n tokens at the rate in force: from the deployment's bucket, or from this process's
+// own at its share while Redis is away (and always, without a Deployment).
+func (p *pacer) take(ctx context.Context, n int) error {
+	for {
+		r := p.rate()
+		if math.IsInf(r, 1) {
+			return nil
+		}
+		if p.shared.Budget == nil {
+			return p.takeLocally(ctx, n, r)
+		}
+		wait, err := p.shared.Budget.Take(ctx, budgetKey, r, p.batch, n)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			p.redisFailed(err)
+			return p.takeLocally(ctx, n, r/float64(p.drainersNow()))
+		}
+		p.redisWorks()
+		if wait <= 0 {
+			return nil
+		}
+		// Not more than a tenth of a batch at the rate: a rate raised meanwhile applies sooner.
+		if err := sleepCtx(ctx, min(wait, time.Duration(float64(n)/r*float64(time.Second))+time.Millisecond)); err != nil {
+			return err
+		}
 	}
 }
 
-func (p *pacer) publish(limit float64) {
-	if math.IsInf(limit, 1) {
-		limit = 0
+func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {
+	p.mu.Lock()
+	if p.local == nil {
+		// It starts empty: no part of a run goes faster than its rate, its first batch included.
+		p.local = rate.NewLimiter(rate.Limit(r), p.batch)
+		p.local.ReserveN(time.Now(), p.batch)
 	}
-	p.metrics.rateLimit.Set(limit)
+	if p.local.Limit() != rate.Limit(r) {
+		p.local.SetLimit(rate.Limit(r))
+	}
+	lim := p.local
+	p.mu.Unlock()
+	return lim.WaitN(ctx, n)
+}
+
+func (p *pacer) drainersNow() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return max(1, p.drainers)
+}
+
+func (p *pacer) redisFailed(err error) {
+	if p.outage.Failed() {
+		p.logger.Warn("redis unreachable: the drain paces itself at its share of the last rate",
+			"rate", p.rate(), "processes", p.drainersNow(), "err", err)
+	}
+}
+
+func (p *pacer) redisWorks() {
+	if p.outage.Succeeded() {
+		p.logger.Info("redis reachable again: the drain draws from the deployment's budget")
+	}
+}
+
+// claimedBatch counts a batch this process claimed, for the deployment's throughput.
+func (p *pacer) claimedBatch(n int) {
+	p.mu.Lock()
+	p.claimed += int64(n)
+	p.mu.Unlock()
+}
+
+// observe takes a finishing transaction's latency, for the database signal. A short batch (the end
+// of a backlog) says little about a full one.
+func (p *pacer) observe(rows int, d time.Duration) {
+	if rows*2 >= p.batch {
+		p.finishes.add(time.Now(), d.Seconds()*float64(p.batch)/float64(rows))
+	}
+}
+
+// setPace puts pc in force here, with its metrics.
+func (p *pacer) setPace(pc pace) {
+	p.mu.Lock()
+	p.current = pc
+	p.mu.Unlock()
+	p.publish()
+}
+
+// publish writes the pace in force to the metrics.
+func (p *pacer) publish() {
+	p.mu.Lock()
+	pc, holding := p.current, p.holding
+	p.mu.Unlock()
+	p.metrics.rateLimit.Set(pc.Rate)
+	p.metrics.pacingSignal.Set(pc.Signal)
+	for _, r := range allReasons {
+		p.metrics.pacingReason.WithLabelValues(r).Set(b2f(r == pc.Reason))
+	}
+	p.metrics.pacingController.Set(b2f(holding))
+}
+
+var allReasons = []string{reasonMaxRate, reasonMinRate, reasonRising, reasonAtBudget, reasonOverBudget, reasonNoSignal}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // state is the pacing as a run report shows it.
-func (p *pacer) state() store.Pacing {
+func (p *pacer) state() store.RunPacing {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s := store.Pacing{Mode: p.cfg.Mode, WaitedSeconds: p.waited.Seconds()}
+	s := store.RunPacing{Mode: p.cfg.Mode, Reason: p.current.Reason, Signal: p.current.Signal,
+		Source: p.current.Source, Controller: p.current.Controller, WaitedSeconds: p.waited.Seconds()}
 	if s.Mode == PacingOff && p.cfg.MaxRate > 0 {
-		s.Mode, s.Reason = modeMaxRate, reasonMaxRate
+		s.Mode = reasonMaxRate
 	}
-	if p.ctl != nil {
-		s.Reason = p.ctl.reason
-	}
-	if l := p.lim.Limit(); l != rate.Inf {
-		v := float64(l)
+	if p.current.Rate > 0 {
+		v := p.current.Rate
 		s.RateLimit = &v
 	}
 	return s
 }
 
-func toLimit(r float64) rate.Limit {
-	if math.IsInf(r, 1) {
-		return rate.Inf
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	return rate.Limit(r)
 }

@@ -202,7 +202,7 @@ func testScaleAcrossProcesses(t *testing.T, kind cachetest.Kind) {
 	if local.Tombstoned == 0 || remote.Tombstoned == 0 {
 		t.Errorf("one process did all the work (%d and %d): the test did not run them together", local.Tombstoned, remote.Tombstoned)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED' AND deleted_reason = 'expired' AND expires_at <= now()`); n != expired {
+	if n := e.count(`SELECT count(*) FROM tombstones WHERE deleted_reason = 'expired'`); n != expired {
 		t.Errorf("%d expired pastes are tombstones, want %d", n, expired)
 	}
 	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at > now() AND content_hash IS NOT NULL`); n != live {
@@ -265,7 +265,7 @@ func TestKilledBeforeCommit(t *testing.T) {
 	if claimed != 500 && claimed != 1000 {
 		t.Fatalf("%d rows claimed after the kill, want one or two batches of 500", claimed)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`); n != 0 {
+	if n := e.count(`SELECT count(*) FROM tombstones`); n != 0 {
 		t.Fatalf("%d tombstones: the killed transaction committed", n)
 	}
 	e.audit().Consistent(t)
@@ -301,7 +301,7 @@ func TestKilledAfterCommit(t *testing.T) {
 
 	// Later batches may have committed too while the first waited on S3: the pipeline does not
 	// hold the database up for S3.
-	done := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETED'`)
+	done := e.count(`SELECT count(*) FROM tombstones`)
 	if done == 0 || done%500 != 0 {
 		t.Fatalf("%d tombstones, want whole batches of 500\nlogs:\n%s", done, e.logs.String())
 	}

@@ -13,6 +13,8 @@ import (
 // run is one cleanup run in progress: its counters, shared by its workers.
 type run struct {
 	id             int64
+	heapOrder      bool   // claims start in the heap's order: the backlog is a large share of the table
+	heapPages      uint32 // the heap's size when the run began, where claims in heap order stop
 	done           chan struct{}
 	counts         [countFields]atomic.Int64
 	mu             sync.Mutex
@@ -57,7 +59,7 @@ func (r *run) addRepaired(fixed []store.RefRepair) {
 	}
 }
 
-func (r *run) snapshot(p store.Pacing) store.RunState {
+func (r *run) snapshot(p store.RunPacing) store.RunState {
 	c := store.RunCounts{
 		ResetStuck: r.counts[cReset].Load(), Claimed: r.counts[cClaimed].Load(),
 		Tombstoned: r.counts[cTombstoned].Load(), ContentFreed: r.counts[cFreed].Load(),
@@ -137,15 +139,17 @@ func (x *Expirer) begin(trigger string, audit *store.AuditRecord) (*run, bool, e
 func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunState)) {
 	start := time.Now()
 	x.logger.InfoContext(ctx, "cleanup run started", "run", r.id, "workers", x.cfg.Workers)
-	x.pacer.start()
+	stopPacing := x.pacer.start(ctx)
 	stopReports := x.reportEvery(ctx, r, time.Second, progress)
 
 	r.add(cReset, int(x.resetStuck(ctx)))
+	r.heapOrder, r.heapPages = x.claimInHeapOrder(ctx, r)
 	var wg sync.WaitGroup
 	for i := 0; i < x.cfg.Workers; i++ {
 		wg.Go(func() { x.work(ctx, r) })
 	}
 	wg.Wait()
+	stopPacing() // no longer draining: another process takes the controller over, if any drains
 	x.drainOutbox(ctx, r)
 	x.purge(ctx, r)
 
@@ -173,6 +177,36 @@ func (x *Expirer) execute(ctx context.Context, r *run, progress func(store.RunSt
 	x.current = nil
 	x.mu.Unlock()
 	close(r.done)
+}
+
+// A run claims in the heap's order while its backlog is at least heapOrderShare of the table and
+// heapOrderBatches batches: with a few expired rows on every page, a batch then reads a few dozen
+// pages in a row rather than one row on each of a thousand pages. A nightly run of one day's
+// expirations keeps the expiry order, whose index hands it the expired rows and nothing else.
+const (
+	heapOrderShare   = 0.05
+	heapOrderBatches = 100
+)
+
+// claimInHeapOrder decides how r's workers claim, from the planner's estimate of the backlog, and
+// how far into the heap: its size now.
+func (x *Expirer) claimInHeapOrder(ctx context.Context, r *run) (bool, uint32) {
+	expired, rows, err := x.store.BacklogEstimate(ctx)
+	if err != nil {
+		x.logger.WarnContext(ctx, "backlog not estimated: claims in expiry order", "run", r.id, "err", err)
+		return false, 0
+	}
+	if rows <= 0 || expired < heapOrderShare*rows || expired < heapOrderBatches*float64(x.cfg.BatchSize) {
+		return false, 0
+	}
+	pages, err := x.store.HeapPages(ctx)
+	if err != nil {
+		x.logger.WarnContext(ctx, "heap not measured: claims in expiry order", "run", r.id, "err", err)
+		return false, 0
+	}
+	x.logger.InfoContext(ctx, "large backlog: claims in heap order first", "run", r.id,
+		"expired_estimate", int64(expired), "table_rows_estimate", int64(rows), "heap_pages", pages)
+	return true, pages
 }
 
 // reportEvery saves r's counters (and heartbeat) every period until the returned stop is called.

@@ -61,8 +61,7 @@ func TestUnfinishedBatchHandedBack(t *testing.T) {
 	e.seed(storetest.SeedSpec{Pastes: 700, Expired: 500, Shared: 0.4, Tag: "H"})
 	e.exec(`CREATE FUNCTION refuse_tombstones() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN RAISE EXCEPTION 'tombstones refused for the test'; END $$`)
-	e.exec(`CREATE TRIGGER refuse BEFORE UPDATE ON pastes FOR EACH ROW
-		WHEN (NEW.status = 'DELETED') EXECUTE FUNCTION refuse_tombstones()`)
+	e.exec(`CREATE TRIGGER refuse BEFORE INSERT ON tombstones FOR EACH ROW EXECUTE FUNCTION refuse_tombstones()`)
 	x := e.expirer(2, func(c *Config) { c.BatchSize = 100 })
 	r, err := x.RunOnce(context.Background(), "test")
 	if err != nil {
@@ -79,7 +78,7 @@ func TestUnfinishedBatchHandedBack(t *testing.T) {
 	}
 	e.audit().Consistent(t)
 
-	e.exec(`DROP TRIGGER refuse ON pastes`)
+	e.exec(`DROP TRIGGER refuse ON tombstones`)
 	r = e.runOnce(e.expirer(2, func(c *Config) { c.BatchSize = 100 }))
 	if r.ResetStuck != 0 || r.Claimed != 500 || r.Tombstoned != 500 {
 		t.Errorf("next run: reset %d, claimed %d, tombstoned %d; want 0, 500, 500", r.ResetStuck, r.Claimed, r.Tombstoned)

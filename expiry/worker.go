@@ -63,17 +63,19 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 }
 
 // claimBatches is the first stage: claim batches until one comes back empty. Each claim starts where
-// this worker's last one ended, past the dead index entries of the rows claimed before; only an
-// empty claim from there looks again from the front (rows the watchdog returned, or that a user's
-// transaction held while the claims went by), and only an empty claim from the front ends it.
+// this worker's last one ended (cursor): past the dead index entries of the rows claimed before, or
+// past the heap pages a claim in heap order went through. An empty claim in heap order goes on in
+// expiry order from the front; an empty claim from further on looks again from the front (rows the
+// watchdog returned, or that a user's transaction held while the claims went by); only an empty
+// claim from the front ends it.
 func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 	failures := 0
-	var from time.Time
+	cur := cursor{heap: r.heapOrder, pages: r.heapPages}
 	for ctx.Err() == nil {
 		if x.pacer.wait(ctx) != nil {
 			return
 		}
-		b, err := x.claim(ctx, from)
+		b, err := x.claim(ctx, cur)
 		c := b.Claim
 		if err != nil && ctx.Err() != nil {
 			return // shutting down (or the run's finish failed): not a failure of the claim
@@ -88,18 +90,42 @@ func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 			continue
 		}
 		failures = 0
-		if len(c.Codes) == 0 && !from.IsZero() {
-			from = time.Time{}
+		if len(c.Codes) == 0 {
+			if cur.atFront() {
+				return
+			}
+			cur = cursor{}
 			continue
 		}
-		if len(c.Codes) == 0 {
-			return
-		}
-		from = c.Last
+		cur = cur.past(c)
 		r.add(cClaimed, len(c.Codes))
+		x.pacer.claimedBatch(len(c.Codes))
 		out <- b
 	}
 }
+
+// cursor is where a worker's next claim starts: a place in the heap while the run claims in heap
+// order, else an expiry.
+type cursor struct {
+	heap  bool
+	page  store.HeapPosition
+	pages uint32 // the heap's size when the run began: claims in heap order stop there
+	from  time.Time
+}
+
+// past is the cursor just past claim c.
+func (k cursor) past(c store.Claim) cursor {
+	if k.heap {
+		k.page = c.Next
+	} else {
+		k.from = c.Last
+	}
+	return k
+}
+
+// atFront reports whether the cursor is the front of the expiry order, where an empty claim means
+// that nothing is left.
+func (k cursor) atFront() bool { return !k.heap && k.from.IsZero() }
 
 // finishClaims is the second stage: one transaction per batch tombstones its rows and releases
 // their content (finish repairs a wrong ref_count and retries a passing failure). A batch that still
@@ -145,7 +171,7 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 // claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
 // Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct. Once
 // begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
-func (x *Expirer) claim(ctx context.Context, from time.Time) (batch, error) {
+func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 	release, err := x.locks.Claim.Acquire(ctx)
 	if ctx.Err() != nil {
 		if err == nil {
@@ -173,7 +199,12 @@ func (x *Expirer) claim(ctx context.Context, from time.Time) (batch, error) {
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
-	c, err := x.store.ClaimExpired(cctx, x.cfg.BatchSize, from, unlock)
+	var c store.Claim
+	if cur.heap {
+		c, err = x.store.ClaimExpiredInHeapOrder(cctx, x.cfg.BatchSize, cur.page, cur.pages, unlock)
+	} else {
+		c, err = x.store.ClaimExpired(cctx, x.cfg.BatchSize, cur.from, unlock)
+	}
 	if err != nil {
 		x.metrics.failures.WithLabelValues("claim").Inc()
 		return batch{}, err

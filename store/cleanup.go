@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -17,10 +19,19 @@ type Claim struct {
 	Codes  []string
 	Hashes [][]byte
 	Last   time.Time
+	// Next is the place in the heap just past the last row claimed: where a claim in heap order
+	// (ClaimExpiredInHeapOrder) that follows this one starts.
+	Next HeapPosition
 	// At is the deletion_initiated_at the claim gave its rows (markClaimedSQL). A watchdog
 	// reset clears it and a later claim of the same rows sets another, so the finish and the return
 	// of this claim, which match it, never touch a row that has become another worker's claim.
 	At time.Time
+}
+
+// HeapPosition is a place in the heap of pastes: a page, and a line on it.
+type HeapPosition struct {
+	Page uint32
+	Line uint16
 }
 
 // lockExpiredSQL reads idx_cleanup_expired (only live rows, in expiry order) from $2 on, and locks
@@ -31,6 +42,17 @@ const lockExpiredSQL = `
 	SELECT ctid FROM pastes
 	WHERE status = 'NOT_EXPIRED' AND expires_at <= now() AND expires_at >= $2
 	ORDER BY expires_at
+	LIMIT $1
+	FOR UPDATE SKIP LOCKED`
+
+// lockExpiredInHeapOrderSQL reads the heap itself from $2 up to $3, page after page (a TID range
+// scan), and locks the expired live rows it meets. While a large share of the table is expired, a batch
+// then takes every expired row of a few dozen pages, where one in expiry order takes one row on
+// each of a thousand pages scattered over the table (and the new versions of its rows, and their
+// full-page images in the WAL after each checkpoint, with them).
+const lockExpiredInHeapOrderSQL = `
+	SELECT ctid FROM pastes
+	WHERE ctid >= $2::tid AND ctid < $3::tid AND status = 'NOT_EXPIRED' AND expires_at <= now()
 	LIMIT $1
 	FOR UPDATE SKIP LOCKED`
 
@@ -52,10 +74,36 @@ const markClaimedSQL = `
 // failed may have committed all the same: its rows are handed back at once (ReturnClaim) rather
 // than left to the watchdog.
 func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, locked func()) (Claim, error) {
+	return s.claim(ctx, lockExpiredSQL, locked, limit, from)
+}
+
+// ClaimExpiredInHeapOrder is ClaimExpired in the order of the table's heap, from the place from on
+// (the zero HeapPosition: the first page) and before page pages, rather than in expiry order: for a
+// backlog that is a large share of the table (BacklogEstimate). pages is the heap's size when the
+// run began (HeapPages): the pages added since hold the claims' own new versions, which a claim
+// would walk through for nothing. It claims nothing once no expired live row is left from from to
+// there; rows behind it (returned by the watchdog, held by a user's transaction as the claims went
+// by, or expired since) are left to claims in expiry order.
+func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, pages uint32, locked func()) (Claim, error) {
+	return s.claim(ctx, lockExpiredInHeapOrderSQL, locked, limit,
+		pgtype.TID{BlockNumber: from.Page, OffsetNumber: from.Line, Valid: true}, pgtype.TID{BlockNumber: pages, Valid: true})
+}
+
+// HeapPages is how many pages the heap of pastes has now.
+func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT pg_relation_size('pastes') / current_setting('block_size')::bigint`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("heap size of pastes: %w", err)
+	}
+	return uint32(n), nil
+}
+
+func (s *Store) claim(ctx context.Context, lockSQL string, locked func(), args ...any) (Claim, error) {
 	var c Claim
 	marked := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, lockExpiredSQL, limit, from)
+		rows, err := tx.Query(ctx, lockSQL, args...)
 		if err != nil {
 			return err
 		}
@@ -66,6 +114,7 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 		if err != nil || len(tids) == 0 {
 			return err
 		}
+		c.Next = after(tids)
 		rows, err = tx.Query(ctx, markClaimedSQL, tids)
 		if err != nil {
 			return err
@@ -93,6 +142,36 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 		return Claim{}, fmt.Errorf("claim expired pastes: %w", err)
 	}
 	return c, nil
+}
+
+// after is the place in the heap just past the last of tids.
+func after(tids []pgtype.TID) HeapPosition {
+	var last pgtype.TID
+	for _, t := range tids {
+		if t.BlockNumber > last.BlockNumber || (t.BlockNumber == last.BlockNumber && t.OffsetNumber > last.OffsetNumber) {
+			last = t
+		}
+	}
+	return HeapPosition{Page: last.BlockNumber, Line: last.OffsetNumber + 1}
+}
+
+// BacklogEstimate is the planner's estimate of the expired live pastes waiting, and of the rows of
+// the whole table: read from the statistics in a millisecond, where counting a large backlog walks
+// millions of index entries. rows is 0 when the table has never been analyzed.
+func (s *Store) BacklogEstimate(ctx context.Context) (expired, rows float64, err error) {
+	var plan []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	err = s.pool.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT 1 FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()`).Scan(&plan)
+	if err != nil || len(plan) == 0 {
+		return 0, 0, fmt.Errorf("estimate the backlog: %w", cmp.Or(err, errors.New("no plan")))
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'pastes'::regclass`).Scan(&rows); err != nil {
+		return 0, 0, fmt.Errorf("estimate the backlog: %w", err)
+	}
+	return plan[0].Plan.Rows, rows, nil
 }
 
 // ReturnClaim hands the pastes of claim c, which will not be finished, back to the queue, in one
@@ -215,15 +294,16 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	return b, nil
 }
 
-// purgeTombstonesSQL reads idx_tombstone_purge, which holds only the tombstones, by deletion time.
+// purgeTombstonesSQL reads idx_tombstones_deleted_at, oldest first.
 const purgeTombstonesSQL = `
-	DELETE FROM pastes WHERE short_code IN (
-		SELECT short_code FROM pastes
-		WHERE status = 'DELETED' AND deleted_at < now() - $1::interval
+	DELETE FROM tombstones WHERE short_code IN (
+		SELECT short_code FROM tombstones
+		WHERE deleted_at < now() - $1::interval
+		ORDER BY deleted_at
 		LIMIT $2
 		FOR UPDATE SKIP LOCKED)`
 
-// PurgeTombstones deletes up to limit DELETED rows older than retention. After that a retried
+// PurgeTombstones deletes up to limit tombstones older than retention. After that a retried
 // delete of such a paste answers 404 instead of 204.
 func (s *Store) PurgeTombstones(ctx context.Context, retention time.Duration, limit int) (int64, error) {
 	tag, err := s.pool.Exec(ctx, purgeTombstonesSQL, retention, limit)

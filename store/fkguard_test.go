@@ -45,7 +45,7 @@ func TestRestrictRefusesWrongRefCount(t *testing.T) {
 	_, err = s.FinishClaim(ctx, claim, 0)
 	wantRestrictViolation(t, "cleanup batch", err)
 
-	got := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE status = 'DELETED'`) +
+	got := storetest.Count(t, s.Pool(), `SELECT count(*) FROM tombstones`) +
 		10*storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_deletions`)
 	if got != 0 {
 		t.Errorf("a refused transaction left tombstones or outbox entries")
@@ -108,8 +108,7 @@ func freeOneContent(t *testing.T, s *store.Store) (idxScans, seqScans int) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE pastes SET status = 'DELETED', content_hash = NULL, deleted_at = now(),
-			deleted_reason = 'expired' WHERE short_code = $1`, code)
+		_, err = tx.Exec(ctx, `DELETE FROM pastes WHERE short_code = $1`, code)
 		if err != nil {
 			return err
 		}

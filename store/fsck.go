@@ -34,17 +34,17 @@ type RefCheck struct {
 	Content            int64 // content rows
 	Pastes             int64 // pastes holding a content reference: every one but tombstones
 	Anomalies          []RefAnomaly
-	LiveWithoutContent int64 // pastes not DELETED whose content row does not exist
+	LiveWithoutContent int64 // pastes whose content row does not exist
 }
 
 // refAnomaliesSQL counts the references of every content row in one grouped scan of pastes, and
 // joins the counts to content both ways: a count with no content row is pastes without content
-// (only possible if a constraint was dropped, which is why it is looked for). Pastes that are not
-// DELETED but have a NULL hash land in the NULL group, which joins nothing, for the same reason.
+// (only possible if a constraint was dropped, which is why it is looked for). Pastes with a NULL
+// hash land in the NULL group, which joins nothing, for the same reason. Tombstones are rows of
+// their own (tombstones), with no reference.
 const refAnomaliesSQL = `
 	WITH refs AS (
 		SELECT content_hash, count(*) AS n FROM pastes
-		WHERE content_hash IS NOT NULL OR status <> 'DELETED'
 		GROUP BY content_hash
 	)
 	SELECT c.content_hash IS NOT NULL, coalesce(c.content_hash, r.content_hash),
@@ -199,7 +199,7 @@ type BlobOwner struct {
 	BlobKey  string  `json:"blob_key"`
 	Hash     HexHash `json:"content_hash"`
 	RefCount int64   `json:"ref_count"`
-	Live     int64   `json:"live_pastes"` // pastes not DELETED on it
+	Live     int64   `json:"live_pastes"` // pastes on it, live or claimed by cleanup
 	// Pastes names a few of the pastes as logs do (redact.Code), never by their codes, which let
 	// anyone read them. blob_key or content_hash finds them all in the database.
 	Pastes []string `json:"paste_hashes"`
@@ -209,8 +209,8 @@ type BlobOwner struct {
 func (s *Store) BlobOwners(ctx context.Context, keys []string) ([]BlobOwner, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT c.blob_key, c.content_hash, c.ref_count,
-		       (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash AND p.status <> 'DELETED'),
-		       ARRAY(SELECT p.short_code FROM pastes p WHERE p.content_hash = c.content_hash AND p.status <> 'DELETED'
+		       (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash),
+		       ARRAY(SELECT p.short_code FROM pastes p WHERE p.content_hash = c.content_hash
 		             ORDER BY p.short_code LIMIT 5)
 		FROM content c WHERE c.blob_key = ANY($1) ORDER BY c.blob_key`, keys)
 	if err != nil {

@@ -127,7 +127,7 @@ func TestRepairWaitsForCreate(t *testing.T) {
 	refsExact(t, s)
 }
 
-// TestRepairDuringTombstone: a delete that moved its paste to DELETED but has not yet decremented
+// TestRepairDuringTombstone: a delete that tombstoned its paste but has not yet decremented
 // (its statement waits for the row the repair locked) is counted as still holding its reference,
 // and its decrement lands on the repaired value: exact once both commit.
 func TestRepairDuringTombstone(t *testing.T) {
@@ -143,8 +143,8 @@ func TestRepairDuringTombstone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, `UPDATE pastes SET status = 'DELETED', content_hash = NULL, deleted_at = now(),
-		deleted_reason = 'owner' WHERE short_code = $1`, p.Code)
+	_, err = tx.Exec(ctx, `WITH gone AS (DELETE FROM pastes WHERE short_code = $1 RETURNING short_code, owner_token_hash)
+		INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason) SELECT short_code, owner_token_hash, 'owner' FROM gone`, p.Code)
 	if err != nil {
 		t.Fatal(err)
 	}

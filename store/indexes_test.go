@@ -31,8 +31,8 @@ func explain(t *testing.T, s *store.Store, query string, args ...any) string {
 }
 
 // TestPartialIndexesUsed: on 60,000 pastes the claim reads idx_cleanup_expired, the watchdog
-// idx_watchdog_stuck and the tombstone purge idx_tombstone_purge; without those indexes the planner
-// scans the table instead.
+// idx_watchdog_stuck and the tombstone purge idx_tombstones_deleted_at; without those indexes the
+// planner scans the tables instead.
 func TestPartialIndexesUsed(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t, slog.New(slog.DiscardHandler))
@@ -40,7 +40,11 @@ func TestPartialIndexesUsed(t *testing.T) {
 	if _, err := storetest.Seed(ctx, s.Pool(), storetest.SeedSpec{Pastes: 60000, Expired: 3000, Shared: 0.3, Tag: "I"}); err != nil {
 		t.Fatal(err)
 	}
-	done, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil) // tombstones for the purge
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason)
+		SELECT 'T' || lpad(i::text, 10, '0'), sha256('t'::bytea), 'owner' FROM generate_series(1, 20000) AS i`); err != nil {
+		t.Fatal(err) // tombstones for the purge: enough that scanning them costs more than the index
+	}
+	done, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,26 +54,30 @@ func TestPartialIndexesUsed(t *testing.T) {
 	if _, err := s.ClaimExpired(ctx, 500, time.Time{}, nil); err != nil { // some rows in flight for the watchdog
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, "ANALYZE pastes"); err != nil {
+	if _, err := s.Pool().Exec(ctx, "ANALYZE pastes, tombstones"); err != nil {
 		t.Fatal(err)
 	}
-	plan := map[string]func() string{
-		"idx_cleanup_expired": func() string { return explain(t, s, store.ClaimSQL, 1000, time.Time{}) },
-		"idx_watchdog_stuck":  func() string { return explain(t, s, store.ResetStuckSQL, 10*time.Minute, 1000) },
-		"idx_tombstone_purge": func() string { return explain(t, s, store.PurgeSQL, time.Duration(0), 1000) },
+	type query struct {
+		table string
+		plan  func() string
 	}
-	for index, explain := range plan {
-		if p := explain(); !strings.Contains(p, index) {
+	plan := map[string]query{
+		"idx_cleanup_expired":       {"pastes", func() string { return explain(t, s, store.ClaimSQL, 1000, time.Time{}) }},
+		"idx_watchdog_stuck":        {"pastes", func() string { return explain(t, s, store.ResetStuckSQL, 10*time.Minute, 1000) }},
+		"idx_tombstones_deleted_at": {"tombstones", func() string { return explain(t, s, store.PurgeSQL, time.Duration(0), 1000) }},
+	}
+	for index, q := range plan {
+		if p := q.plan(); !strings.Contains(p, index) {
 			t.Errorf("the plan does not use %s:\n%s", index, p)
 		}
 	}
-	// The same queries without the partial indexes: the table is big enough that they would scan it.
-	if _, err := s.Pool().Exec(ctx, "DROP INDEX idx_cleanup_expired, idx_watchdog_stuck, idx_tombstone_purge"); err != nil {
+	// The same queries without the indexes: the tables are big enough that they would scan them.
+	if _, err := s.Pool().Exec(ctx, "DROP INDEX idx_cleanup_expired, idx_watchdog_stuck, idx_tombstones_deleted_at"); err != nil {
 		t.Fatal(err)
 	}
-	for index, explain := range plan {
-		if p := explain(); !strings.Contains(p, "Seq Scan on pastes") {
-			t.Errorf("without %s the plan does not scan pastes:\n%s", index, p)
+	for index, q := range plan {
+		if p := q.plan(); !strings.Contains(p, "Seq Scan on "+q.table) {
+			t.Errorf("without %s the plan does not scan %s:\n%s", index, q.table, p)
 		}
 	}
 }

@@ -170,7 +170,9 @@ func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pg
 	return created, nil
 }
 
-// insertPaste inserts the paste under a fresh random short code, drawing again on a collision.
+// insertPaste inserts the paste under a fresh random short code, drawing again on a collision with
+// a paste or a tombstone: a code is never given to a second paste while its tombstone answers for
+// the first.
 func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time, error) {
 	var expires *time.Time
 	if !p.ExpiresAt.IsZero() {
@@ -193,7 +195,9 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 		err = tx.QueryRow(ctx, `
 			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
 			                    burn_after_read, max_views, views_left, expires_at, encryption)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::integer IS NOT NULL, $7, $7, $8, $9)
+			SELECT $1::text, $2::bytea, $3::bytea, $4::text, $5::text, $6::text, $7::integer IS NOT NULL, $7::integer, $7::integer,
+			       $8::timestamptz, $9::text
+			WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE short_code = $1)
 			ON CONFLICT (short_code) DO NOTHING
 			RETURNING created_at`,
 			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires, encryption,
@@ -244,6 +248,22 @@ func ValidShortCode(code string) bool {
 	return true
 }
 
+// readPasteSQL reads a paste, or else its tombstone, in one statement, so one snapshot decides:
+// a removal committing meanwhile shows either the paste or its tombstone, never neither. LIMIT 1
+// stops the append after the first branch that found the code: a live paste's read never looks at
+// the tombstones.
+const readPasteSQL = `
+	(SELECT p.status, NULL AS deleted_reason, coalesce(p.expires_at <= now(), false),
+	        p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), coalesce(c.encoding, ''),
+	        coalesce(c.stored_bytes, c.size_bytes, 0), p.title, p.language,
+	        p.filename, ` + viewsColumns + `, coalesce(p.encryption, ''), p.created_at, p.expires_at
+	 FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
+	 WHERE p.short_code = $1)
+	UNION ALL
+	(SELECT 'DELETED', deleted_reason, false, NULL, '', 0, '', 0, '', '', '', 0, 0, '', deleted_at, NULL
+	 FROM tombstones WHERE short_code = $1)
+	LIMIT 1`
+
 // Paste returns the live paste with short code code. It answers ErrNotFound for an unknown code and a
 // *GoneError for a tombstone, a paste being cleaned up, or a paste past its expiry that cleanup has
 // not reached yet (invariant 4: expiry is decided at read time, not by cleanup).
@@ -255,16 +275,10 @@ func (s *Store) Paste(ctx context.Context, code string) (Paste, error) {
 		expires        *time.Time
 		reasonPtr      *string
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT p.short_code, p.status, p.deleted_reason, coalesce(p.expires_at <= now(), false),
-		       p.content_hash, coalesce(c.blob_key, ''), coalesce(c.size_bytes, 0), coalesce(c.encoding, ''),
-		       coalesce(c.stored_bytes, c.size_bytes, 0), p.title, p.language,
-		       p.filename, `+viewsColumns+`, coalesce(p.encryption, ''), p.created_at, p.expires_at
-		FROM pastes p LEFT JOIN content c ON c.content_hash = p.content_hash
-		WHERE p.short_code = $1`, code,
-	).Scan(&p.Code, &status, &reasonPtr, &expired, &p.ContentHash, &p.BlobKey, &p.Size, &p.Encoding,
-		&p.StoredSize, &p.Title, &p.Language, &p.Filename, &p.MaxViews, &p.ViewsLeft, &p.Encryption,
-		&p.CreatedAt, &expires)
+	p.Code = code
+	err := s.pool.QueryRow(ctx, readPasteSQL, code).Scan(&status, &reasonPtr, &expired, &p.ContentHash,
+		&p.BlobKey, &p.Size, &p.Encoding, &p.StoredSize, &p.Title, &p.Language, &p.Filename, &p.MaxViews,
+		&p.ViewsLeft, &p.Encryption, &p.CreatedAt, &expires)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Paste{}, ErrNotFound
 	}
@@ -314,13 +328,13 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, from state,
 	var (
 		owner, hash []byte
 		status      string
-		was         *string
 	)
 	err := tx.QueryRow(ctx,
-		`SELECT owner_token_hash, status, content_hash, deleted_reason FROM pastes WHERE short_code = $1 FOR UPDATE`,
-		code).Scan(&owner, &status, &hash, &was)
+		`SELECT owner_token_hash, status, content_hash FROM pastes WHERE short_code = $1 FOR UPDATE`,
+		code).Scan(&owner, &status, &hash)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, Released{}, ErrNotFound
+		was, err := removedBefore(ctx, tx, code, allowed)
+		return nil, Released{Reason: was}, err
 	}
 	if err != nil {
 		return nil, Released{}, err
@@ -330,15 +344,33 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, from state,
 			return nil, Released{}, err
 		}
 	}
-	switch {
-	case status == StatusDeleted && was == nil:
-		return nil, Released{}, nil
-	case status == StatusDeleted:
-		return nil, Released{Reason: *was}, nil
-	case !slices.Contains(from.statuses, status):
+	if !slices.Contains(from.statuses, status) {
 		return hash, Released{}, nil
 	}
 	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, from, reason, 0)
 	rel.Reason = reason
 	return hash, rel, err
+}
+
+// removedBefore answers a removal of a paste that has no pastes row: the reason of its tombstone
+// when it was removed before (its owner token still decides, through allowed), ErrNotFound when
+// nothing is known of it. Looked up after the pastes row's lock was tried: a removal that held it
+// has committed by then, and this later statement sees its tombstone.
+func removedBefore(ctx context.Context, tx pgx.Tx, code string, allowed func(owner []byte) error) (string, error) {
+	var owner []byte
+	var reason string
+	err := tx.QueryRow(ctx, `SELECT owner_token_hash, deleted_reason FROM tombstones WHERE short_code = $1`,
+		code).Scan(&owner, &reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	if allowed != nil {
+		if err := allowed(owner); err != nil {
+			return "", err
+		}
+	}
+	return reason, nil
 }

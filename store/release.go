@@ -39,8 +39,18 @@ func claimed(at time.Time) state { return state{statuses: []string{StatusDeletin
 // tombstone moves the pastes codes (whose content hashes are hashes, index for index) from state
 // from to DELETED, and releases one content reference for each row that really moved: the
 // release is driven by the status transition, in the same transaction (invariant 6), so a retried
-// delete, a re-processed batch or a late worker changes nothing. Three statements, whatever the
-// number of pastes: lock the content rows in hash order, tombstone the pastes, release the content.
+// delete, a re-processed batch or a late worker changes nothing. A few statements, whatever the
+// number of pastes: tombstone the pastes, then release their content (releaseContent). A
+// tombstone is a narrow row of its own: the pastes row is deleted and a tombstones row inserted,
+// so the wide row is not written again and no pastes index takes an entry for it.
+//
+// Every path that removes pastes locks the pastes first and their content after: an owner's
+// delete, a burn, a takedown, a block and a cleanup batch alike. Each statement walks its batch
+// sorted (pastes by code, content by hash), so two transactions lock the rows they share in one
+// order and queue rather than deadlock, as long as the plan is driven by the sorted batch: on a
+// table the planner takes for small it may scan the table instead, and a cleanup batch meeting a
+// block of the same content can then deadlock, rarely; the transaction that loses runs again (inTx,
+// or the cleanup's finish), as a deadlock between any two of them would.
 func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, outboxDelay time.Duration) (Released, error) {
 	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
 	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
@@ -50,21 +60,19 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return Released{}, err
 	}
-	if err := lockContentRows(ctx, tx, hashes); err != nil {
-		return Released{}, fmt.Errorf("lock content rows: %w", err)
-	}
 	var rel Released
 	var released [][]byte
 	var counts []int64
 	err := tx.QueryRow(ctx, `
 		WITH gone AS (
-			UPDATE pastes p
-			SET status = 'DELETED', content_hash = NULL, deleted_at = now(), deleted_reason = $4,
-			    deletion_initiated_at = NULL
-			FROM unnest($1::text[], $2::bytea[]) AS t (code, hash)
+			DELETE FROM pastes p
+			USING (SELECT * FROM unnest($1::text[], $2::bytea[]) AS t (code, hash) ORDER BY code) AS t
 			WHERE p.short_code = t.code AND p.content_hash = t.hash AND p.status = ANY($3::text[])
 			  AND ($5::timestamptz IS NULL OR p.deletion_initiated_at = $5)
-			RETURNING p.short_code, t.hash
+			RETURNING p.short_code, p.owner_token_hash, t.hash
+		), marked AS (
+			INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason)
+			SELECT short_code, owner_token_hash, $4 FROM gone
 		), released AS (
 			SELECT hash, count(*) AS n FROM gone GROUP BY hash
 		)
@@ -82,51 +90,94 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	return rel, err
 }
 
-// releaseContentSQL takes counts[i] references off content row hashes[i]: a row left with none is
-// deleted and its blob queued in the outbox, due after $3; the others are decremented. Deleting
-// the rows that reach zero directly, rather than decrementing them first, writes each once. A key
-// the outbox already holds back (an upload whose create failed, then committed after all, see
-// EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3.
-const releaseContentSQL = `
+// freeContentSQL deletes the content rows hashes[i] that hold exactly counts[i] references, the
+// batch's own, and queues their blobs in the outbox, due after $3. A key the outbox already holds
+// back (an upload whose create failed, then committed after all, see EnqueueAbandonedUploads) is
+// freed now: it becomes an ordinary entry, due after $3. A row some other transaction changed
+// since this statement's snapshot is judged again on its newest version (PostgreSQL's
+// EvalPlanQual): a row a create took another reference to is left alone, and decremented next.
+const freeContentSQL = `
 	WITH r AS (
-		SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n)
+		SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n) ORDER BY hash
 	), freed AS (
 		DELETE FROM content c USING r WHERE c.content_hash = r.hash AND c.ref_count = r.n
-		RETURNING c.blob_key
+		RETURNING c.content_hash, c.blob_key
 	), queued AS (
 		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed
 		ON CONFLICT (blob_key) DO UPDATE SET next_attempt = excluded.next_attempt, not_before = NULL
-		RETURNING blob_key
-	), decremented AS (
-		UPDATE content c SET ref_count = c.ref_count - r.n
-		FROM r WHERE c.content_hash = r.hash AND c.ref_count <> r.n AND r.n > 0
 	)
-	SELECT blob_key FROM queued`
+	SELECT content_hash, blob_key FROM freed`
+
+// decrementContentSQL takes counts[i] references off content row hashes[i], in hash order, and
+// returns the rows that reached zero: only where another transaction released the row's other
+// references between freeContentSQL's snapshot and this statement.
+const decrementContentSQL = `
+	WITH d AS (
+		UPDATE content c SET ref_count = c.ref_count - r.n
+		FROM (SELECT * FROM unnest($1::bytea[], $2::bigint[]) AS r (hash, n) ORDER BY hash) AS r
+		WHERE c.content_hash = r.hash
+		RETURNING c.content_hash, c.ref_count
+	)
+	SELECT content_hash FROM d WHERE ref_count = 0`
 
 // releaseContent releases counts[i] references of content row hashes[i] and returns the blob keys
-// it queued. The caller holds the rows' locks (lockContentRows): this statement's snapshot, taken
-// after, sees their current ref_counts, which no other transaction can change before commit, and no
-// creator can take a reference to a row it deletes. A wrong ref_count fails here: below the count
-// on the CHECK (ref_count >= 0), equal to it while another paste still points at the row on the
-// foreign key (ON DELETE RESTRICT).
+// it queued. Each content row is written once: deleted with its blob queued when the batch holds
+// all of its references, else decremented. Deleting first takes no lock a concurrent release could
+// want: with right counts, no other transaction holds a reference to a row this one frees. A
+// decrement that still reaches zero (another release committed meanwhile) deletes the row after,
+// so no row is left at zero. A wrong ref_count fails here: below the count on the CHECK
+// (ref_count >= 0), equal to it while another paste still points at the row on the foreign key
+// (ON DELETE RESTRICT).
 func releaseContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, outboxDelay time.Duration) ([]string, error) {
-	rows, err := tx.Query(ctx, releaseContentSQL, hashes, counts, outboxDelay)
+	freed, keys, err := freeContent(ctx, tx, hashes, counts, outboxDelay)
+	if err != nil {
+		return nil, err
+	}
+	var rest [][]byte
+	var restCounts []int64
+	for i, h := range hashes {
+		if counts[i] > 0 && !freed[string(h)] {
+			rest, restCounts = append(rest, h), append(restCounts, counts[i])
+		}
+	}
+	if len(rest) == 0 {
+		return keys, nil
+	}
+	rows, err := tx.Query(ctx, decrementContentSQL, rest, restCounts)
 	if err != nil {
 		return nil, fmt.Errorf("release content: %w", err)
 	}
-	return collectStrings(rows, "release content")
+	zero, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	if err != nil || len(zero) == 0 {
+		return keys, err
+	}
+	_, more, err := freeContent(ctx, tx, zero, make([]int64, len(zero)), outboxDelay)
+	return append(keys, more...), err
+}
+
+// freeContent runs freeContentSQL and returns the hashes it deleted and their blob keys.
+func freeContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, outboxDelay time.Duration) (map[string]bool, []string, error) {
+	rows, err := tx.Query(ctx, freeContentSQL, hashes, counts, outboxDelay)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release content: %w", err)
+	}
+	freed := map[string]bool{}
+	var keys []string
+	var hash []byte
+	var key string
+	_, err = pgx.ForEachRow(rows, []any{&hash, &key}, func() error {
+		freed[string(hash)] = true
+		keys = append(keys, key)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("release content: %w", err)
+	}
+	return freed, keys, nil
 }
 
 // lockContentSQL locks content rows in hash order: the sort runs below the row locks, so they are
-// taken in that order. Batches sharing hot content then queue behind each other instead of locking
-// the same rows in opposite orders and deadlocking (one transaction would die and be retried).
+// taken in that order, and concurrent repairs (RepairRefCounts) cannot deadlock each other.
 const lockContentSQL = `
 	SELECT content_hash, ref_count FROM content WHERE content_hash = ANY($1)
 	ORDER BY content_hash FOR UPDATE`
-
-// lockContentRows locks the content rows hashes (duplicates allowed) in hash order, before the
-// statements that release them.
-func lockContentRows(ctx context.Context, tx pgx.Tx, hashes [][]byte) error {
-	_, err := tx.Exec(ctx, lockContentSQL, hashes)
-	return err
-}

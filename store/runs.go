@@ -27,7 +27,7 @@ type Run struct {
 // RunState is what the process running a run writes to its report as it goes.
 type RunState struct {
 	RunCounts
-	Pacing         Pacing    `json:"pacing"`
+	Pacing         RunPacing `json:"pacing"`
 	RepairedHashes []HexHash `json:"repaired_hashes"` // the first MaxRepairedHashes content rows recounted
 	LastError      string    `json:"last_error"`
 }
@@ -50,22 +50,33 @@ type RunCounts struct {
 	ContentRepaired int64 `json:"content_repaired"` // content rows whose wrong ref_count broke a batch, recounted
 }
 
-// Pacing is how a run's drain was paced (docs/design.md, "Pacing the drain"), per process.
-type Pacing struct {
+// RunPacing is how the deployment's drain was paced as a run saw it (docs/design.md, "Pacing the
+// drain"): the rate is the whole deployment's, the same in every replica's run report.
+type RunPacing struct {
 	Mode          string   `json:"mode"`           // off, max_rate or auto
-	RateLimit     *float64 `json:"rate_limit"`     // pastes/s this process allows now; null: no limit
-	Reason        string   `json:"reason"`         // why the limit is below its ceiling now; empty: it is not
-	WaitedSeconds float64  `json:"waited_seconds"` // time the workers waited for the pacer, summed
+	RateLimit     *float64 `json:"rate_limit"`     // pastes/s for the whole deployment now; null: no limit
+	Reason        string   `json:"reason"`         // why the rate is what it is: max_rate, min_rate, rising, at_budget, over_budget, no_signal
+	Signal        float64  `json:"signal"`         // auto: the latency steered by, over its level before the drain
+	Source        string   `json:"source"`         // auto: users (their p99) or database (the finishing transaction)
+	Controller    string   `json:"controller"`     // auto: the process that runs the controller
+	WaitedSeconds float64  `json:"waited_seconds"` // time this run's workers waited for the budget, summed
 }
 
-// String says how a drain is paced, for people: its mode, the limit in force and why.
-func (p Pacing) String() string {
+// String says how a drain is paced, for people: its mode, the rate in force and why.
+func (p RunPacing) String() string {
 	if p.RateLimit == nil {
 		return p.Mode + ", no limit"
 	}
 	s := fmt.Sprintf("%s, %.0f pastes/s", p.Mode, *p.RateLimit)
 	if p.Reason != "" {
 		s += ": " + strings.ReplaceAll(p.Reason, "_", " ")
+	}
+	if p.Source != "" && p.Signal > 0 {
+		what := "users' p99"
+		if p.Source == "database" {
+			what = "finishing latency"
+		}
+		s += fmt.Sprintf(", %s %.2f× before", what, p.Signal)
 	}
 	return s
 }
@@ -100,13 +111,14 @@ func (s *Store) UpdateRun(ctx context.Context, id int64, st RunState, finish boo
 		       blobs_deleted = $6, blobs_failed = $7, purged = $8, batches = $9, errors = $10, last_error = $11,
 		       batches_retried = $13, content_repaired = $14, repaired_hashes = $15,
 		       pacing = $16, rate_limit = $17, paced_reason = $18, paced_seconds = $19,
+		       pacing_signal = $20, pacing_source = $21, pacing_controller = $22,
 		       heartbeat_at = now(),
 		       finished_at = CASE WHEN $12 THEN now() END,
 		       status = CASE WHEN NOT $12 THEN 'running' WHEN $11 = '' THEN 'finished' ELSE 'failed' END
 		WHERE id = $1`,
 		id, c.ResetStuck, c.Claimed, c.Tombstoned, c.ContentFreed, c.BlobsDeleted, c.BlobsFailed, c.Purged,
 		c.Batches, c.Errors, st.LastError, finish, c.BatchesRetried, c.ContentRepaired, hashBytes(st.RepairedHashes),
-		p.Mode, p.RateLimit, p.Reason, p.WaitedSeconds)
+		p.Mode, p.RateLimit, p.Reason, p.WaitedSeconds, p.Signal, p.Source, p.Controller)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", id, err)
 	}
@@ -126,7 +138,7 @@ const runColumns = `id, trigger, host,
 	started_at, finished_at, heartbeat_at,
 	extract(epoch FROM coalesce(finished_at, now()) - started_at)::float8, workers, reset_stuck, claimed, tombstoned, content_freed,
 	blobs_deleted, blobs_failed, purged, batches, errors, batches_retried, content_repaired, repaired_hashes,
-	pacing, rate_limit, paced_reason, paced_seconds, last_error`
+	pacing, rate_limit, paced_reason, paced_seconds, pacing_signal, pacing_source, pacing_controller, last_error`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -135,7 +147,7 @@ func scanRun(row pgx.Row) (Run, error) {
 	err := row.Scan(&r.ID, &r.Trigger, &r.Host, &r.Status, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 		&r.Duration, &r.Workers, &c.ResetStuck, &c.Claimed, &c.Tombstoned, &c.ContentFreed, &c.BlobsDeleted,
 		&c.BlobsFailed, &c.Purged, &c.Batches, &c.Errors, &c.BatchesRetried, &c.ContentRepaired, &hashes,
-		&p.Mode, &p.RateLimit, &p.Reason, &p.WaitedSeconds, &r.LastError)
+		&p.Mode, &p.RateLimit, &p.Reason, &p.WaitedSeconds, &p.Signal, &p.Source, &p.Controller, &r.LastError)
 	r.RepairedHashes = make([]HexHash, len(hashes))
 	for i, h := range hashes {
 		r.RepairedHashes[i] = h

@@ -61,7 +61,7 @@ func (s *Store) TakeDown(ctx context.Context, t Takedown, by Actor) (TakedownRes
 		var err error
 		if t.Block {
 			res, err = takeDownAndBlock(ctx, tx, t, by)
-		} else if err = lockContentOf(ctx, tx, t.Code); err == nil {
+		} else {
 			res.ContentHash, res.Released, err = removeLive(ctx, tx, t.Code, TakedownReason(t.Legal), liveOrClaimed, nil)
 			res.TakenDown = len(res.Codes) > 0
 		}
@@ -93,30 +93,21 @@ func takeDownAndBlock(ctx context.Context, tx pgx.Tx, t Takedown, by Actor) (Tak
 	return TakedownResult{TakenDown: slices.Contains(b.Codes, t.Code), ContentHash: hash, Blocked: true, Released: b.Released}, nil
 }
 
-// lockContentOf locks the content row of the paste code, if it has one, before the paste's own row
-// is locked: the order a cleanup batch's finish takes them in (its content rows, then its pastes),
-// so that a takedown of a paste the batch holds waits for the batch, or the batch for it, rather
-// than the two deadlocking.
-func lockContentOf(ctx context.Context, tx pgx.Tx, code string) error {
-	_, err := tx.Exec(ctx, `
-		SELECT 1 FROM content WHERE content_hash = (SELECT content_hash FROM pastes WHERE short_code = $1)
-		FOR UPDATE`, code)
-	if err != nil {
-		return fmt.Errorf("lock the paste's content: %w", err)
-	}
-	return nil
-}
-
 // contentOf is the content hash of the paste code: its own while it is not deleted, else the one
 // the audit log recorded when an operator took it down. It locks nothing: the block's locks come
-// after, in the order creates and cleanup take them (blockContent).
+// after, in the order every removal takes them (blockContent).
 func contentOf(ctx context.Context, tx pgx.Tx, code string) ([]byte, error) {
 	var hash []byte
-	err := tx.QueryRow(ctx, `SELECT content_hash FROM pastes WHERE short_code = $1`, code).Scan(&hash)
+	var removed bool
+	err := tx.QueryRow(ctx, `
+		(SELECT content_hash, false FROM pastes WHERE short_code = $1)
+		UNION ALL
+		(SELECT NULL, true FROM tombstones WHERE short_code = $1)
+		LIMIT 1`, code).Scan(&hash, &removed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotFound
 	}
-	if err != nil || hash != nil {
+	if err != nil || !removed {
 		return hash, err
 	}
 	if hash, err = auditedContent(ctx, tx, code); err == nil && hash == nil {
@@ -169,9 +160,8 @@ func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, erro
 // paste on it not yet deleted, those cleanup has claimed included (see TakeDown). It first takes
 // the content's block lock exclusively, which waits for the creates of that content in flight
 // (they hold it shared, see guardBlocked): the tombstone below then sees every paste they made, and
-// every later create sees the block. Then it locks the content row and only then the pastes: the
-// order of creates (block lock, content) and of cleanup's finish (content, pastes), so that none
-// of them deadlocks with a block.
+// every later create sees the block. Then it locks the pastes, in code order, and releases the
+// content after them: the order of every removal (tombstone), so that none deadlocks with a block.
 func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResult, error) {
 	res := BlockResult{ContentHash: b.ContentHash}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, blockLockClass, blockLockKey(b.ContentHash)); err != nil {
@@ -186,9 +176,6 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	res.Added = tag.RowsAffected() == 1
 	if !b.TakeDown {
 		return res, nil
-	}
-	if err := lockContentRows(ctx, tx, [][]byte{b.ContentHash}); err != nil {
-		return res, fmt.Errorf("lock blocked content: %w", err)
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT short_code FROM pastes WHERE content_hash = $1 AND status IN ('NOT_EXPIRED', 'DELETION_IN_PROGRESS')

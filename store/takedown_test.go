@@ -109,7 +109,7 @@ func TestBlockTakesDownEveryCopy(t *testing.T) {
 	if err != nil || !res.TakenDown || !res.Blocked || len(res.Codes) != 3 || res.FreedContent != 1 {
 		t.Fatalf("takedown with block: %+v, %v; want all 3 copies down and the content freed", res, err)
 	}
-	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE status = 'DELETED' AND deleted_reason = 'takedown'`); n != 3 {
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM tombstones WHERE deleted_reason = 'takedown'`); n != 3 {
 		t.Errorf("%d pastes taken down, want 3", n)
 	}
 	if _, err := s.Paste(ctx, other[0]); err != nil {

@@ -50,7 +50,8 @@ func runCleanup(ctx context.Context, args []string, getenv func(string) string, 
 	if exp.workers == 0 {
 		exp.workers = 1
 	}
-	x, err := exp.newExpirer(svc, logger, prometheus.NewRegistry())
+	exp.warnPacing(logger)
+	x, err := exp.newExpirer(svc, nil, logger, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -166,7 +167,7 @@ func runSweep(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer svc.close()
-	x, err := exp.newExpirer(svc, logger, prometheus.NewRegistry())
+	x, err := exp.newExpirer(svc, nil, logger, prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}

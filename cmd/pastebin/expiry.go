@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"pastebin/cache"
 	"pastebin/expiry"
 )
 
@@ -28,6 +31,7 @@ type expiryConfig struct {
 	auditRetention     lifetime
 	lockTTL            duration
 	pacing             expiry.Pacing
+	pacingTarget       string // no longer used; set, it is warned about
 }
 
 func (c *expiryConfig) register(fs *flag.FlagSet) {
@@ -49,12 +53,33 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 }
 
 // registerPacing adds the settings of the drain's pace (docs/operations.md, "Pacing the drain").
+// The rates are the whole deployment's: every replica draws from one budget in Redis.
 func (c *expiryConfig) registerPacing(fs *flag.FlagSet, d expiry.Pacing) {
 	c.pacing = d
-	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": slow the drain while its finishing transactions are slower than -cleanup-pacing-target; "off": only -cleanup-max-rate`)
-	fs.Var((*pastesPerSecond)(&c.pacing.MaxRate), "cleanup-max-rate", "most expired pastes per second this process's drain claims, in every pacing mode; empty or 0: no limit")
-	fs.Var((*pastesPerSecond)(&c.pacing.MinRate), "cleanup-min-rate", "automatic pacing never slows this process's drain below this many pastes per second")
-	fs.DurationVar(&c.pacing.Target, "cleanup-pacing-target", d.Target, "automatic pacing keeps the finishing transaction of a full batch (pastebin_cleanup_finish_seconds) under this")
+	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": the drain runs as fast as keeps the users' p99 within -cleanup-latency-budget; "off": only -cleanup-max-rate`)
+	fs.Var((*pastesPerSecond)(&c.pacing.MaxRate), "cleanup-max-rate", "most expired pastes per second the whole deployment's drain claims, every replica together, in every pacing mode; empty or 0: no limit")
+	fs.Var((*pastesPerSecond)(&c.pacing.MinRate), "cleanup-min-rate", "automatic pacing never slows the whole deployment's drain below this many pastes per second")
+	fs.Float64Var(&c.pacing.LatencyBudget, "cleanup-latency-budget", d.LatencyBudget, "automatic pacing keeps the users' p99 under this many times its level before the drain")
+	fs.StringVar(&c.pacingTarget, "cleanup-pacing-target", "", "no longer used, and warned about at start-up: the pacing steers by the users' latency (-cleanup-latency-budget)")
+}
+
+// warnPacing says at start-up what changed for settings an operator set before the pacing became
+// the deployment's: a rate each process kept is now the whole deployment's, so replicas that set
+// 2000 each now drain at 2000 together; the pacing target is no longer read.
+func (c *expiryConfig) warnPacing(logger *slog.Logger) {
+	d := expiry.DefaultPacing()
+	if c.pacing.MaxRate > 0 {
+		logger.Warn("PASTEBIN_CLEANUP_MAX_RATE is the whole deployment's rate now, every replica together, no longer each process's",
+			"max_rate", c.pacing.MaxRate)
+	}
+	if c.pacing.MinRate != d.MinRate {
+		logger.Warn("PASTEBIN_CLEANUP_MIN_RATE is the whole deployment's floor now, every replica together, no longer each process's",
+			"min_rate", c.pacing.MinRate)
+	}
+	if c.pacingTarget != "" {
+		logger.Warn("PASTEBIN_CLEANUP_PACING_TARGET is no longer read: the pacing keeps the users' p99 within PASTEBIN_CLEANUP_LATENCY_BUDGET",
+			"latency_budget", c.pacing.LatencyBudget)
+	}
 }
 
 // pastesPerSecond is a flag for a rate of pastes: a number, 0 or empty for none.
@@ -89,8 +114,19 @@ func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
 // sweepLeaseTTL is how long a sweeper that died keeps others from sweeping; a live one refreshes it.
 const sweepLeaseTTL = 5 * time.Minute
 
-// newExpirer builds the cleanup subsystem over svc.
-func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg prometheus.Registerer) (*expiry.Expirer, error) {
+// controllerLeaseTTL is how long the pacing's controller in a process that died keeps others from
+// taking it over: the last pace it published holds meanwhile.
+const controllerLeaseTTL = 10 * time.Second
+
+// drainersTTL is how long a draining process counts in the roster after its last heartbeat.
+const drainersTTL = 10 * time.Second
+
+// paceTTL is how long the controller's pace outlives its last update in Redis.
+const paceTTL = 10 * time.Minute
+
+// newExpirer builds the cleanup subsystem over svc, pacing its drain with every replica through
+// Redis; users, when not nil, are this process's users' latencies for the pacing's signal.
+func (c *expiryConfig) newExpirer(svc *services, users *cache.LatencyWindows, logger *slog.Logger, reg prometheus.Registerer) (*expiry.Expirer, error) {
 	host, _ := os.Hostname()
 	cfg := expiry.Config{
 		Workers: c.workers, BatchSize: c.batchSize, Schedule: c.schedule, StuckAfter: time.Duration(c.stuckAfter),
@@ -103,5 +139,38 @@ func (c *expiryConfig) newExpirer(svc *services, logger *slog.Logger, reg promet
 		Claim: svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL)),
 		Sweep: svc.cache.NewLease("orphan-sweep", sweepLeaseTTL),
 	}
-	return expiry.New(cfg, svc.store, svc.bucket, svc.cache, locks, logger, reg)
+	if users == nil {
+		users = svc.cache.NewLatencyWindows(usersLatency) // read only: this process serves nobody
+	}
+	d := expiry.Deployment{
+		Budget:     budget{svc.cache.NewLimiter("cleanup")},
+		Controller: svc.cache.NewLease("cleanup-controller", controllerLeaseTTL),
+		Pace:       svc.cache.NewRecord("cleanup-pace", paceTTL),
+		Drainers:   svc.cache.NewRoster("cleanup-drainers", drainersTTL),
+		Claimed:    svc.cache.NewCounter("cleanup-claimed"),
+		Users:      users,
+	}
+	return expiry.New(cfg, svc.store, svc.bucket, svc.cache, locks, logger, reg, expiry.WithDeployment(d))
 }
+
+// usersLatency names the latency windows of the users' requests in Redis.
+const usersLatency = "users"
+
+// budget is the deployment's token bucket for the drain: cache's GCRA limiter, in Redis. A verdict
+// counted in this process's memory (Redis away) is an error to the pacer, which then draws at its
+// share of the rate instead of the whole rate that every process would allow itself.
+type budget struct{ l *cache.Limiter }
+
+func (b budget) Take(ctx context.Context, key string, perSecond float64, burst, n int) (time.Duration, error) {
+	limit := cache.Limit{Tokens: max(1, int(math.Round(perSecond))), Per: time.Second, Burst: burst}
+	v := b.l.Allow(ctx, key, limit, n)
+	switch {
+	case v.Local:
+		return 0, errBudgetAway
+	case v.Allowed:
+		return 0, nil
+	}
+	return max(v.RetryAfter, time.Millisecond), nil
+}
+
+var errBudgetAway = errors.New("redis unreachable: the deployment's budget is away")

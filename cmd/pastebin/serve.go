@@ -193,7 +193,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	expirer, err := cfg.expiry.newExpirer(svc, logger, reg)
+	cfg.expiry.warnPacing(logger)
+	users := svc.cache.NewLatencyWindows(usersLatency)
+	expirer, err := cfg.expiry.newExpirer(svc, users, logger, reg)
 	if err != nil {
 		return err
 	}
@@ -213,10 +215,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DedupTiming: paste.DedupTiming(cfg.dedupTiming), Uncompressed: cfg.compression == "off",
 		DecodedCacheBytes: int64(cfg.decodedCache),
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
-		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done()})
+		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done(),
+		UserLatency: users})
 
 	g.Go(func() error { return serveHTTP(ctx, cfg, handler, api.MetricsHandler(reg), hurry, logger) })
 	g.Go(func() error { return expirer.Run(ctx) })
+	g.Go(func() error { users.Run(ctx); return nil })
 	return g.Wait()
 }
 

@@ -135,7 +135,7 @@ func dropDatabase(t testing.TB, admin, name string) {
 // processes ask at the same time. Its name carries a hash of the migrations, so a changed migration
 // gets a new template.
 func ensureTemplate(ctx context.Context, conn *pgx.Conn, admin string) (string, error) {
-	name := "pb_template_" + migrationsHash()[:12]
+	name := "pb_template_" + MigrationsHash()[:12]
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock(7061737465)"); err != nil {
 		return "", err
 	}
@@ -172,7 +172,9 @@ func migrate(ctx context.Context, dbURL string) error {
 	return err
 }
 
-func migrationsHash() string {
+// MigrationsHash names the schema the migrations make: a hash of every migration file. Databases
+// built for tests and benchmarks carry it in their names, so a changed migration builds them afresh.
+func MigrationsHash() string {
 	h := sha256.New()
 	_ = fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

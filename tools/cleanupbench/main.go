@@ -38,9 +38,10 @@ type config struct {
 	workers    []int
 	batchSize  int
 	out        string
-	only       string // measure only this strategy: floor, subsystem or naive
-	cpuProfile string // where to write a CPU profile of this process
-	statements bool   // after each subsystem run, print the costliest statements (pg_stat_statements)
+	only       []string // measure only these strategies: floor, subsystem, naive; empty: all
+	cpuProfile string   // where to write a CPU profile of this process
+	statements bool     // after each subsystem run, print the costliest statements (pg_stat_statements)
+	walRecords bool     // after each measurement, print the WAL it wrote by kind of record (pg_walinspect)
 
 	services benchdata.Services
 }
@@ -89,9 +90,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.IntVar(&cfg.batchSize, "batch-size", 1000, "batch size of the subsystem")
 	workers := fs.String("workers", "1,2,4", "worker counts to measure the subsystem with")
 	fs.StringVar(&cfg.out, "out", "artifacts/bench-cleanup.txt", "file the table is written to")
-	fs.StringVar(&cfg.only, "only", "", "measure only one strategy: floor, subsystem or naive")
+	only := fs.String("only", "", "measure only these strategies, comma-separated: floor, subsystem, naive")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process (the subsystem's Go side) to this file")
 	fs.BoolVar(&cfg.statements, "statements", false, "print the costliest statements of each subsystem run (pg_stat_statements)")
+	fs.BoolVar(&cfg.walRecords, "wal-records", false, "print the WAL of each measurement by kind of record, full-page images apart (pg_walinspect)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return cfg, err
 	}
@@ -108,10 +110,13 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	if cfg.expired < 1000 || cfg.repeat < 1 || cfg.sample < 100 {
 		return cfg, errors.New("-pastes must be at least 1000, -repeat at least 1, -naive-sample at least 100")
 	}
-	switch cfg.only {
-	case "", "floor", "subsystem", "naive":
-	default:
-		return cfg, fmt.Errorf("-only %q: want floor, subsystem or naive", cfg.only)
+	if *only != "" {
+		cfg.only = strings.Split(*only, ",")
+	}
+	for _, s := range cfg.only {
+		if s != "floor" && s != "subsystem" && s != "naive" {
+			return cfg, fmt.Errorf("-only %q: want floor, subsystem or naive, comma-separated", *only)
+		}
 	}
 	cfg.sample = min(cfg.sample, cfg.expired)
 	return cfg, nil

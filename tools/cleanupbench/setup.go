@@ -32,9 +32,13 @@ type bench struct {
 // dataVersion names the layout of the loaded data; a new layout loads afresh.
 const dataVersion = "v3"
 
+// layout names the loaded data and the schema it was loaded into (the migrations): either changed,
+// the data loads afresh.
+func layout() string { return dataVersion + "_" + storetest.MigrationsHash()[:8] }
+
 func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
 	b := &bench{cfg: cfg, out: out, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		template: fmt.Sprintf("pb_bench_%s_%d_%d", dataVersion, cfg.expired, int(cfg.shared*100)),
+		template: fmt.Sprintf("pb_bench_%s_%d_%d", layout(), cfg.expired, int(cfg.shared*100)),
 		bucket:   fmt.Sprintf("pb-bench-%s-%d-%d", dataVersion, cfg.expired, int(cfg.shared*100)), dirty: true}
 	b.snapshot = benchdata.NewBucketSnapshot(cfg.services.S3DataDir, b.bucket)
 	var err error
@@ -65,7 +69,7 @@ func (b *bench) logf(format string, args ...any) {
 // prepare loads the template database and the bucket snapshot, unless an earlier run left them.
 // Data of older layouts is dropped.
 func (b *bench) prepare(ctx context.Context) error {
-	if err := b.dbs.DropOthers(ctx, "pb_bench_", "pb_bench_"+dataVersion+"_"); err != nil {
+	if err := b.dbs.DropOthers(ctx, "pb_bench_", "pb_bench_"+layout()+"_"); err != nil {
 		return err
 	}
 	exists, err := b.dbs.Exists(ctx, b.template)

@@ -90,7 +90,7 @@ func (m *measurement) cleanup(ctx context.Context, r *result) error {
 	r.cleanTime, r.cleaned, r.cleanS3, r.cleanRedis = time.Since(start), run.Tombstoned, m.s3.take(), m.redis.take()
 	m.logf("vacuuming after the cleanup")
 	r.vacuumWAL, err = m.meter.measure(ctx, false, func() error {
-		_, err := m.store.Pool().Exec(ctx, `VACUUM pastes, content, blob_deletions`)
+		_, err := m.store.Pool().Exec(ctx, `VACUUM pastes, content, tombstones, blob_deletions`)
 		return err
 	})
 	return err
@@ -98,10 +98,10 @@ func (m *measurement) cleanup(ctx context.Context, r *result) error {
 
 // purge makes every tombstone older than the retention and purges them as the cleanup run does.
 func (m *measurement) purge(ctx context.Context, r *result) error {
-	if _, err := m.store.Pool().Exec(ctx, `UPDATE pastes SET deleted_at = deleted_at - interval '400 days'`); err != nil {
+	if _, err := m.store.Pool().Exec(ctx, `UPDATE tombstones SET deleted_at = deleted_at - interval '400 days'`); err != nil {
 		return err
 	}
-	if _, err := m.store.Pool().Exec(ctx, `VACUUM pastes`); err != nil {
+	if _, err := m.store.Pool().Exec(ctx, `VACUUM tombstones`); err != nil {
 		return err
 	}
 	m.logf("purging the tombstones")

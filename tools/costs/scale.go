@@ -36,14 +36,13 @@ func perRow(rels []relSize, table string) float64 {
 	return float64(b) / float64(n)
 }
 
-// tombstoneBytes is what a tombstone costs at scale: its row (with its line pointer, in pages as
-// full as the heap's live rows leave them), its primary key entry and its purge index entry.
+// tombstoneBytes is what a tombstone costs at scale: its row in tombstones (with its line pointer,
+// in pages as full as the table's rows leave them), its primary key entry and its purge index entry.
 func tombstoneBytes(r result) float64 {
-	heap := find(r.tombstones, "pastes")
+	heap := find(r.tombstones, "tombstones")
 	row := float64(heap.tupleBytes)/float64(heap.entries) + 4
-	liveHeap := find(r.live, "pastes")
-	fill := float64(liveHeap.tupleBytes+4*liveHeap.entries) / float64(liveHeap.bytes)
-	return row/fill + find(r.live, "pastes_pkey").perEntry() + find(r.tombstones, "idx_tombstone_purge").perEntry()
+	fill := float64(heap.tupleBytes+4*heap.entries) / float64(heap.bytes)
+	return row/fill + find(r.tombstones, "tombstones_pkey").perEntry() + find(r.tombstones, "idx_tombstones_deleted_at").perEntry()
 }
 
 // writeScale prints what the measured costs come to at the design notes' scale.
@@ -74,7 +73,7 @@ func writeScale(w io.Writer, r result) {
 // tables far larger than what a checkpoint interval touches): a create touches the leaves of
 // pastes_pkey and idx_pastes_content_hash, and of content_pkey and the blob key's index for new
 // content, or the content row's page for stored content; a cleanup the pastes_pkey leaf and the
-// content row's page; a purge the pastes_pkey leaf its vacuum cleans.
+// content row's page; a purge the tombstones_pkey leaf its vacuum cleans.
 func writeWALScale(w io.Writer, r result, shared float64) {
 	type op struct {
 		c     walCost

@@ -48,7 +48,7 @@ type dataMeta struct {
 }
 
 func newBench(ctx context.Context, cfg config, out io.Writer) (*bench, error) {
-	name := fmt.Sprintf("%s_%d_%d_%d", dataVersion, cfg.expired, cfg.live, int(cfg.shared*100))
+	name := fmt.Sprintf("%s_%s_%d_%d_%d", dataVersion, storetest.MigrationsHash()[:8], cfg.expired, cfg.live, int(cfg.shared*100))
 	b := &bench{cfg: cfg, out: out, logger: slog.New(slog.DiscardHandler), template: "pb_heavy_" + name,
 		bucket: fmt.Sprintf("pb-heavy-%s-%d-%d-%d-%d", dataVersion, cfg.expired, cfg.live, int(cfg.shared*100), cfg.realBlobs)}
 	b.snapshot = benchdata.NewBucketSnapshot(cfg.services.S3DataDir, b.bucket)
@@ -79,7 +79,7 @@ func (b *bench) logf(format string, args ...any) {
 
 // prepare loads the template database and the bucket, unless an earlier run left them.
 func (b *bench) prepare(ctx context.Context) error {
-	if err := b.dbs.DropOthers(ctx, "pb_heavy_", "pb_heavy_"+dataVersion+"_"); err != nil {
+	if err := b.dbs.DropOthers(ctx, "pb_heavy_", "pb_heavy_"+dataVersion+"_"+storetest.MigrationsHash()[:8]+"_"); err != nil {
 		return err
 	}
 	exists, err := b.dbs.Exists(ctx, b.template)

@@ -2,8 +2,10 @@
 // pastes expiring together in a table twice their size, drained by two `pastebin serve` replicas
 // through POST /admin/cleanup while an open-loop foreground load keeps reading, creating and
 // deleting. On the same data, restored before each phase, it measures the set-based floor, a drain
-// at full speed with nobody else on the database, the foreground load alone (the baseline) and the
-// paced drain under that load. It writes a report and a plot to artifacts/heavyday/.
+// at full speed with nobody else on the database, the plant the pacing steers (the users' latency
+// at fixed budgets: the steps, each a minute from the same backlog), the foreground load alone (the
+// baseline) and a window of the automatically paced drain under that load. It writes a report and
+// plots to artifacts/heavyday/.
 package main
 
 import (
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -38,12 +41,16 @@ type config struct {
 	liveSample int     // live pastes whose blobs exist, for the foreground load's uncached reads
 	phases     []string
 	replicas   int
-	workers    int // cleanup workers per replica
-	rate       int // foreground requests per second, over all replicas
-	baseline   time.Duration
-	pacing     string // PASTEBIN_CLEANUP_PACING of the drain under load
-	maxRate    string // PASTEBIN_CLEANUP_MAX_RATE of the drain under load
-	walBudget  string // max_wal_size during the run: the disk WAL may take
+	workers    int           // cleanup workers per replica
+	rate       int           // foreground requests per second, over all replicas
+	baseline   time.Duration // the foreground load alone; as long as the paced window
+	window     time.Duration // the paced drain under load is measured this long (or until it ends)
+	steps      []int         // the budgets of the steps, pastes/s for the deployment; 0: none
+	stepLength time.Duration
+	budget     float64 // PASTEBIN_CLEANUP_LATENCY_BUDGET, and what the report holds the users to
+	pacing     string  // PASTEBIN_CLEANUP_PACING of the drain under load
+	maxRate    string  // PASTEBIN_CLEANUP_MAX_RATE of the drain under load, the deployment's
+	walBudget  string  // max_wal_size during the run: the disk WAL may take
 	out        string
 	pastebin   string // the serve binary
 
@@ -54,10 +61,11 @@ type config struct {
 const (
 	phaseFloor   = "floor"   // the set-based floor: one transaction, no S3 or Redis
 	phaseUnpaced = "unpaced" // the replicas drain with pacing off and no foreground load
+	phaseSteps   = "steps"   // the plant: the drain at fixed budgets under the foreground load
 	phaseHeavy   = "heavy"   // the baseline load, then the drain (paced as -pacing says) under it
 )
 
-var allPhases = []string{phaseFloor, phaseUnpaced, phaseHeavy}
+var allPhases = []string{phaseFloor, phaseUnpaced, phaseSteps, phaseHeavy}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stdout)
@@ -87,13 +95,17 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Float64Var(&cfg.shared, "shared", 0.4, "fraction of pastes that reuse content another paste uses")
 	fs.IntVar(&cfg.realBlobs, "real-blobs", 1_000_000, "freed content whose blobs exist in S3 (the first the drain frees); the rest are keys S3 no longer has")
 	fs.IntVar(&cfg.liveSample, "live-sample", 50_000, "live pastes whose blobs exist, read once each by the load (uncached reads)")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, heavy")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, steps, heavy")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "pastebin serve replicas")
 	fs.IntVar(&cfg.workers, "workers", 1, "cleanup workers per replica (docs/scaling.md: about one per PostgreSQL core in all)")
 	fs.IntVar(&cfg.rate, "rate", 300, "foreground requests per second, over all replicas")
-	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: 10 minutes per 10 million pastes, at least 1 minute)")
+	fs.DurationVar(&cfg.window, "window", 0, "length of the paced drain's window under load (default: 10 minutes per 10 million pastes, at least 2 minutes)")
+	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")
+	steps := fs.String("steps", "250,500,1000,2000,4000,8000,0", "budgets of the steps, pastes/s for the deployment (0: none)")
+	fs.DurationVar(&cfg.stepLength, "step-length", time.Minute, "how long each step is measured")
+	fs.Float64Var(&cfg.budget, "latency-budget", 1.5, "PASTEBIN_CLEANUP_LATENCY_BUDGET of the drain under load, and the users' p99 the report holds the steps and the window to")
 	fs.StringVar(&cfg.pacing, "pacing", "auto", "PASTEBIN_CLEANUP_PACING of the drain under load: auto or off")
-	fs.StringVar(&cfg.maxRate, "max-rate", "", "PASTEBIN_CLEANUP_MAX_RATE of the drain under load (pastes/s per replica); empty: none")
+	fs.StringVar(&cfg.maxRate, "max-rate", "", "PASTEBIN_CLEANUP_MAX_RATE of the drain under load (pastes/s, the deployment's); empty: none")
 	fs.StringVar(&cfg.walBudget, "wal-budget", "4GB", "max_wal_size while the benchmark runs (the WAL's disk)")
 	fs.StringVar(&cfg.out, "out", "artifacts/heavyday", "folder the report, the plot and the replicas' logs go to")
 	fs.StringVar(&cfg.pastebin, "pastebin", "bin/pastebin", "the pastebin binary the replicas run")
@@ -103,8 +115,18 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	if cfg.live == 0 {
 		cfg.live = cfg.expired
 	}
+	if cfg.window == 0 {
+		cfg.window = max(2*time.Minute, time.Duration(float64(10*time.Minute)*float64(cfg.expired)/10e6).Round(time.Second))
+	}
 	if cfg.baseline == 0 {
-		cfg.baseline = max(time.Minute, time.Duration(float64(10*time.Minute)*float64(cfg.expired)/10e6).Round(time.Second))
+		cfg.baseline = cfg.window
+	}
+	for _, s := range strings.Split(*steps, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("-steps %q: want budgets such as 250,500,0", *steps)
+		}
+		cfg.steps = append(cfg.steps, n)
 	}
 	cfg.phases = strings.Split(*phases, ",")
 	for _, p := range cfg.phases {

@@ -23,13 +23,15 @@ type report struct {
 	meta    dataMeta
 	floor   *floorResult
 	unpaced *drainResult
+	steps   []stepResult // the plant: the users' latency at fixed budgets
 	heavy   *drainResult // with baseline and during set
 }
 
 type floorResult struct {
 	pastes  int64
 	seconds float64
-	cpu     cpuUse
+	wal     int64 // bytes of WAL written meanwhile
+	cpu     benchdata.CPUUse
 }
 
 func (f floorResult) rate() float64 { return float64(f.pastes) / f.seconds }
@@ -39,15 +41,16 @@ type drainResult struct {
 	name       string
 	pacing     string
 	pastes     int64   // tombstoned, over every run
-	seconds    float64 // from the first POST /admin/cleanup to the end of the last run
+	seconds    float64 // from the first POST /admin/cleanup to the end of the last run, or of the window
+	windowed   bool    // the window ended before the drain did
 	runs       []store.Run
 	samples    []sample // every second, from just before the start
 	before     dbStats
 	after      dbStats
 	statements []benchdata.Statement
-	explain    string // the claim's plan from the front of the index, nine tenths into the drain
-	cpu        cpuUse // from the first POST /admin/cleanup to the end of the last run
-	baseCPU    cpuUse // the foreground load alone
+	explain    string           // the claim's plan from the front of the index, nine tenths into the drain
+	cpu        benchdata.CPUUse // from the first POST /admin/cleanup to the end of the last run
+	baseCPU    benchdata.CPUUse // the foreground load alone
 	peakRSS    []int64
 	deadlocks  int64
 	baseline   []outcome // the foreground load alone, just before the drain
@@ -62,23 +65,26 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	for _, phase := range b.cfg.phases {
-		if err := b.restore(ctx, phaseDB); err != nil {
-			return nil, err
-		}
 		var err error
 		switch phase {
 		case phaseFloor:
-			rep.floor, err = b.measureFloor(ctx)
+			err = b.inPhase(ctx, func() (err error) { rep.floor, err = b.measureFloor(ctx); return err })
 		case phaseUnpaced:
-			rep.unpaced, err = b.drain(ctx, "unpaced, no foreground load", "off", "", false)
+			err = b.inPhase(ctx, func() (err error) {
+				rep.unpaced, err = b.drain(ctx, "unpaced, no foreground load", replicaSettings{pacing: "off"}, false)
+				return err
+			})
+		case phaseSteps:
+			err = b.measureSteps(ctx, rep)
 		case phaseHeavy:
-			rep.heavy, err = b.drain(ctx, "under the foreground load", b.cfg.pacing, b.cfg.maxRate, true)
+			err = b.inPhase(ctx, func() (err error) {
+				s := replicaSettings{pacing: b.cfg.pacing, maxRate: b.cfg.maxRate, budget: b.cfg.budget}
+				rep.heavy, err = b.drain(ctx, "under the foreground load", s, true)
+				return err
+			})
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", phase, err)
-		}
-		if err := b.dbs.Drop(ctx, phaseDB); err != nil {
-			return nil, err
 		}
 		// After every phase, so that an interrupted run keeps what it measured.
 		if err := b.write(rep); err != nil {
@@ -86,6 +92,17 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// inPhase runs measure on a fresh copy of the data, and drops the copy after.
+func (b *bench) inPhase(ctx context.Context, measure func() error) error {
+	if err := b.restore(ctx, phaseDB); err != nil {
+		return err
+	}
+	if err := measure(); err != nil {
+		return err
+	}
+	return b.dbs.Drop(ctx, phaseDB)
 }
 
 // setWALBudget sets max_wal_size for the run (empty: back to the server's own setting): a drain of
@@ -110,20 +127,29 @@ func (b *bench) measureFloor(ctx context.Context) (*floorResult, error) {
 	}
 	defer st.Close()
 	parts := b.cpuParts(ctx, nil)
-	start := takeCPU(parts)
+	before, err := readDBStats(ctx, st.Pool())
+	if err != nil {
+		return nil, err
+	}
+	start := benchdata.TakeCPU(parts)
 	n, elapsed, err := benchdata.Floor(ctx, st.Pool())
 	if err != nil {
 		return nil, err
 	}
-	f := &floorResult{pastes: n, seconds: elapsed.Seconds(), cpu: takeCPU(parts).since(start)}
+	f := &floorResult{pastes: n, seconds: elapsed.Seconds(), cpu: benchdata.TakeCPU(parts).Since(start)}
+	after, err := readDBStats(ctx, st.Pool())
+	if err != nil {
+		return nil, err
+	}
+	f.wal = after.walBytes - before.walBytes
 	b.logf("floor: %d pastes in %.1f s, %.0f pastes/s", n, f.seconds, f.rate())
 	return f, benchdata.Verify(ctx, st.Pool(), false)
 }
 
 // drain starts the replicas on a fresh copy of the data and has them drain it, with the foreground
-// load (first alone, for the baseline, then during the drain) if withLoad.
-func (b *bench) drain(ctx context.Context, name, pacing, maxRate string, withLoad bool) (*drainResult, error) {
-	d := &drainResult{name: name, pacing: pacing}
+// load (first alone, for the baseline, then during the drain, for the window) if withLoad.
+func (b *bench) drain(ctx context.Context, name string, s replicaSettings, withLoad bool) (*drainResult, error) {
+	d := &drainResult{name: name, pacing: s.pacing}
 	logs := filepath.Join(b.cfg.out, "logs", map[bool]string{false: "unpaced", true: "heavy"}[withLoad])
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return nil, err
@@ -133,14 +159,15 @@ func (b *bench) drain(ctx context.Context, name, pacing, maxRate string, withLoa
 		return nil, err
 	}
 	defer st.Close()
-	rs, err := b.startReplicas(ctx, replicaSettings{db: phaseDB, pacing: pacing, maxRate: maxRate, logTo: logs})
+	s.db, s.logTo = phaseDB, logs
+	rs, err := b.startReplicas(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	if withLoad {
 		err = b.drainUnderLoad(ctx, st, rs, d)
 	} else {
-		err = b.follow(ctx, st, rs, d)
+		err = b.follow(ctx, st, rs, d, time.Time{})
 	}
 	d.peakRSS = stopReplicas(rs)
 	if err != nil {
@@ -150,6 +177,9 @@ func (b *bench) drain(ctx context.Context, name, pacing, maxRate string, withLoa
 		return nil, err
 	}
 	b.logf("%s: %d pastes in %.1f s, %.0f pastes/s; checking the database", name, d.pastes, d.seconds, d.rate())
+	if d.windowed {
+		return d, nil // stopped in the middle: what is left is for no check
+	}
 	return d, benchdata.Verify(ctx, st.Pool(), true)
 }
 
@@ -165,12 +195,12 @@ func (b *bench) drainUnderLoad(ctx context.Context, st *store.Store, rs []*repli
 	b.logf("%s: baseline, the foreground load alone for %s", d.name, b.cfg.baseline)
 	fg.setRecording(true)
 	parts := b.cpuParts(ctx, rs)
-	start := takeCPU(parts)
+	start := benchdata.TakeCPU(parts)
 	if err := sleep(ctx, b.cfg.baseline); err != nil {
 		return err
 	}
-	d.baseline, d.baseCPU = fg.take(), takeCPU(parts).since(start)
-	err = b.follow(ctx, st, rs, d)
+	d.baseline, d.baseCPU = fg.take(), benchdata.TakeCPU(parts).Since(start)
+	err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.window))
 	d.during = fg.take()
 	return err
 }
@@ -196,9 +226,10 @@ func (b *bench) startLoad(ctx context.Context, rs []*replica, stop, done chan st
 	return fg, sleep(ctx, 15*time.Second)
 }
 
-// follow starts a cleanup run on every replica and follows the drain until every run has ended:
-// the replicas' metrics every second, the database before and after, the claim's plan near the end.
-func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *drainResult) error {
+// follow starts a cleanup run on every replica and follows the drain until every run has ended, or
+// until until (zero: no end): the replicas' metrics every second, the database before and after, the
+// claim's plan near the end.
+func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *drainResult, until time.Time) error {
 	var err error
 	if d.before, err = readDBStats(ctx, st.Pool()); err != nil {
 		return err
@@ -212,7 +243,7 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 	}
 	d.samples = append(d.samples, first)
 	parts := b.cpuParts(ctx, rs)
-	startCPU := takeCPU(parts)
+	startCPU := benchdata.TakeCPU(parts)
 	start := time.Now()
 	ids := make([]int64, len(rs))
 	for i, r := range rs {
@@ -238,11 +269,14 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 		if done, err = b.runsEnded(ctx, rs, ids, d); err != nil {
 			return err
 		}
+		if !done && !until.IsZero() && time.Now().After(until) {
+			d.windowed, d.pastes, done = true, int64(s.tombstoned-d.samples[0].tombstoned), true
+		}
 		if len(d.samples)%30 == 0 {
 			b.logf("%s: %.0f pastes cleaned, %.0f/s in the last second", d.name, s.tombstoned, s.tombstoned-d.samples[len(d.samples)-2].tombstoned)
 		}
 	}
-	d.seconds, d.cpu = time.Since(start).Seconds(), takeCPU(parts).since(startCPU)
+	d.seconds, d.cpu = time.Since(start).Seconds(), benchdata.TakeCPU(parts).Since(startCPU)
 	if err := sleep(ctx, 2*time.Second); err != nil { // backends report their table statistics within a second
 		return err
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"image/color"
 	"math"
 	"os"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -29,7 +31,7 @@ func writePlot(path string, rep *report) error {
 	s := seriesOf(d, plotWindow)
 	rate := panel("cleanup rate, both replicas", "pastes/s")
 	addLine(rate, "drain under load", s.t, s.rate, blue, false)
-	addLine(rate, "pacers' limit", s.t, s.limit, orange, true)
+	addLine(rate, "the deployment's rate limit", s.t, s.limit, orange, true)
 	if rep.unpaced != nil {
 		u := seriesOf(rep.unpaced, plotWindow)
 		addLine(rate, "unpaced drain, no load", u.t, u.rate, grey, false)
@@ -98,4 +100,44 @@ func addLine(p *plot.Plot, name string, xs, ys []float64, c color.Color, dashed 
 	}
 	p.Add(l)
 	p.Legend.Add(name, l)
+}
+
+// writeFrontPlot draws the front: each step's users' p99 over the baseline against its drain rate,
+// the budget, and the paced window's point.
+func writeFrontPlot(path string, rep *report) error {
+	baseline := windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
+	points := front(rep.steps, baseline, rep.cfg.budget)
+	slices.SortFunc(points, func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
+	p := panel("users' p99 against the drain's rate (the front)", "p99 / its level with no drain")
+	p.X.Label.Text = "drain, pastes/s (both replicas)"
+	var xs, ys []float64
+	for _, pt := range points {
+		xs, ys = append(xs, pt.rate), append(ys, pt.ratio)
+	}
+	addLine(p, "steps at fixed budgets", xs, ys, blue, false)
+	if s, err := plotter.NewScatter(xyOf(xs, ys)); err == nil {
+		s.Color = blue
+		p.Add(s)
+	}
+	top := slices.Max(xs)
+	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{0, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
+	d := rep.heavy
+	ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
+	if s, err := plotter.NewScatter(xyOf([]float64{settledRate(d)}, []float64{ratio})); err == nil {
+		s.Color, s.Shape, s.Radius = orange, draw.PyramidGlyph{}, vg.Points(5)
+		p.Add(s)
+		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
+	}
+	p.X.Min = 0
+	return p.Save(vg.Points(700), vg.Points(450), path)
+}
+
+func xyOf(xs, ys []float64) plotter.XYs {
+	var out plotter.XYs
+	for i := range xs {
+		if !math.IsNaN(ys[i]) && !math.IsInf(ys[i], 0) {
+			out = append(out, plotter.XY{X: xs[i], Y: ys[i]})
+		}
+	}
+	return out
 }

@@ -36,10 +36,11 @@ type replica struct {
 
 // replicaSettings is how a phase runs its replicas.
 type replicaSettings struct {
-	db      string // database name
-	pacing  string // PASTEBIN_CLEANUP_PACING
-	maxRate string // PASTEBIN_CLEANUP_MAX_RATE
-	logTo   string // folder of the replicas' logs
+	db      string  // database name
+	pacing  string  // PASTEBIN_CLEANUP_PACING
+	maxRate string  // PASTEBIN_CLEANUP_MAX_RATE, the deployment's
+	budget  float64 // PASTEBIN_CLEANUP_LATENCY_BUDGET; 0: the default
+	logTo   string  // folder of the replicas' logs
 }
 
 // startReplicas starts the replicas and waits until each answers /readyz.
@@ -75,6 +76,9 @@ func (b *bench) startReplica(ctx context.Context, i int, s replicaSettings) (*re
 		"PASTEBIN_ADMIN_TOKEN=" + adminToken, "PASTEBIN_RATE_CREATE=off", "PASTEBIN_LOG_FORMAT=json",
 		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
 		"PASTEBIN_SWEEP_SCHEDULE=", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,
+	}
+	if s.budget > 0 {
+		r.cmd.Env = append(r.cmd.Env, "PASTEBIN_CLEANUP_LATENCY_BUDGET="+strconv.FormatFloat(s.budget, 'f', -1, 64))
 	}
 	if err := r.cmd.Start(); err != nil {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"pastebin/tools/internal/benchdata"
 )
 
 // write writes the report of the phases measured so far, with the plot, to the output folder.
@@ -33,6 +35,11 @@ func (b *bench) write(rep *report) error {
 	if rep.heavy == nil {
 		return nil
 	}
+	if len(rep.steps) > 0 {
+		if err := writeFrontPlot(filepath.Join(b.cfg.out, "front.png"), rep); err != nil {
+			return err
+		}
+	}
 	return writePlot(filepath.Join(b.cfg.out, "heavyday.png"), rep)
 }
 
@@ -40,9 +47,9 @@ func (b *bench) write(rep *report) error {
 func writeTimeline(path string, d *drainResult) error {
 	s := seriesOf(d, 1)
 	var buf bytes.Buffer
-	buf.WriteString("seconds,pastes_per_second,rate_limit,claim_p99_ms,users_p99_ms\n")
+	buf.WriteString("seconds,pastes_per_second,rate_limit,pacing_signal,claim_p99_ms,users_p99_ms\n")
 	for i := range s.t {
-		fmt.Fprintf(&buf, "%.0f,%.0f,%.0f,%.1f,%.1f\n", s.t[i], s.rate[i], s.limit[i], s.claimP99[i], s.fgP99[i])
+		fmt.Fprintf(&buf, "%.0f,%.0f,%.0f,%.2f,%.1f,%.1f\n", s.t[i], s.rate[i], s.limit[i], s.signal[i], s.claimP99[i], s.fgP99[i])
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
@@ -59,6 +66,7 @@ func (b *bench) writeReport(w io.Writer, rep *report) {
 		cfg.shared*100, count(int(m.Freed)), count(int(m.RealBlobs)), secs(m.LoadSeconds), secs(m.BlobsSeconds))
 	writeDrains(w, rep)
 	writeTargets(w, rep)
+	writeFront(w, rep)
 	writeCPU(w, rep)
 	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
 		if d != nil {
@@ -78,9 +86,14 @@ func writeDrains(w io.Writer, rep *report) {
 		fmt.Fprintf(w, "| floor: set-based, one transaction, no S3 or Redis | %s | %.1f | %.0f | 1.00 |\n", count(int(f.pastes)), f.seconds, f.rate())
 	}
 	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
-		if d != nil {
-			fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %.2f |\n", d.name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), d.rate()/floor)
+		if d == nil {
+			continue
 		}
+		name := d.name
+		if d.windowed {
+			name += ", a window of it"
+		}
+		fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %.2f |\n", name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), d.rate()/floor)
 	}
 	fmt.Fprintln(w)
 }
@@ -90,31 +103,108 @@ func writeTargets(w io.Writer, rep *report) {
 	row := func(target, measured string, met bool) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", target, measured, map[bool]string{true: "yes", false: "**no**"}[met])
 	}
-	if d, f := rep.unpaced, rep.floor; d != nil && f != nil {
-		row("pacing off: ≥ 0.6 of the floor", fmt.Sprintf("%.2f", d.rate()/f.rate()), d.rate()/f.rate() >= 0.6)
-	}
-	if d := rep.heavy; d != nil {
-		base, during := statsOf(d.baseline), statsOf(d.during)
-		row("under load: drained in under 10 minutes", secs(d.seconds), d.seconds < 600)
-		ratio := float64(during.p99) / float64(base.p99)
-		row("under load: foreground p99 ≤ 2× its baseline", fmt.Sprintf("%s against %s: %.2f×", ms(during.p99), ms(base.p99), ratio), ratio <= 2)
-		row("under load: zero foreground errors", fmt.Sprintf("%d of %d", during.errors, during.requests), during.errors == 0)
-	}
-	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
-		if d == nil {
-			continue
-		}
+	writeUnpacedTargets(rep, row)
+	if d := rep.unpaced; d != nil {
 		all := d.samples[len(d.samples)-1].claim.minus(d.samples[0].claim)
-		row(fmt.Sprintf("%s: claim p99 under 50 ms", d.name), msf(all.quantile(0.99)), all.quantile(0.99) < 0.050)
-		ts := tenths(d)
-		if len(ts) == 10 {
+		row("unpaced: claim p99 under 50 ms", msf(all.quantile(0.99)), all.quantile(0.99) < 0.050)
+		if ts := tenths(d); len(ts) == 10 {
 			first, last := ts[0].pastes/ts[0].seconds, ts[9].pastes/ts[9].seconds
-			row(fmt.Sprintf("%s: last tenth within 25%% of the first", d.name),
+			row("unpaced: last tenth within 25% of the first",
 				fmt.Sprintf("%.0f against %.0f pastes/s (%+.0f%%); claim p99 %s against %s", last, first, 100*(last/first-1),
 					msf(ts[9].claim.quantile(0.99)), msf(ts[0].claim.quantile(0.99))), last >= 0.75*first)
 		}
 	}
+	writePacedTargets(rep, row)
 	fmt.Fprintln(w)
+}
+
+// floorShare is the share of the floor's rate the unpaced drain is held to: 0.8 at ten million
+// pastes, 0.7 at a million or fewer.
+func floorShare(expired int) float64 {
+	if expired >= 5_000_000 {
+		return 0.8
+	}
+	return 0.7
+}
+
+// perPaste is the WAL (bytes) and PostgreSQL's processor time (µs) the unpaced drain and the floor
+// spent per cleaned paste.
+func perPaste(rep *report) (walDrain, walFloor, cpuDrain, cpuFloor float64) {
+	d, f := rep.unpaced, rep.floor
+	walDrain = float64(d.after.walBytes-d.before.walBytes) / float64(d.pastes)
+	walFloor = float64(f.wal) / float64(f.pastes)
+	return walDrain, walFloor, d.cpu.Microseconds(cpuPostgres, d.pastes), f.cpu.Microseconds(cpuPostgres, f.pastes)
+}
+
+func writeUnpacedTargets(rep *report, row func(string, string, bool)) {
+	d, f := rep.unpaced, rep.floor
+	if d == nil || f == nil {
+		return
+	}
+	share := floorShare(rep.cfg.expired)
+	row(fmt.Sprintf("unpaced, no users: ≥ %.1f of the floor", share), fmt.Sprintf("%.2f", d.rate()/f.rate()), d.rate()/f.rate() >= share)
+	walDrain, walFloor, cpuDrain, cpuFloor := perPaste(rep)
+	row("unpaced: WAL ≤ 1,500 bytes per cleaned paste", fmt.Sprintf("%.0f bytes (the floor: %.0f, %.2f×)", walDrain, walFloor, walDrain/walFloor), walDrain <= 1500)
+	row("unpaced: PostgreSQL's CPU ≤ 1.6× the floor's per cleaned paste",
+		fmt.Sprintf("%.0f µs against %.0f µs: %.2f×", cpuDrain, cpuFloor, cpuDrain/cpuFloor), cpuDrain <= 1.6*cpuFloor)
+}
+
+func writePacedTargets(rep *report, row func(string, string, bool)) {
+	d := rep.heavy
+	if d == nil {
+		return
+	}
+	base, during := statsOf(d.baseline), statsOf(d.during)
+	ratio := float64(during.p99) / float64(base.p99)
+	budget := rep.cfg.budget
+	row(fmt.Sprintf("paced: users' p99 over the window ≤ %.1f× the baseline's, over as long", budget),
+		fmt.Sprintf("%s against %s: %.2f×", ms(during.p99), ms(base.p99), ratio), ratio <= budget)
+	row("paced: zero foreground errors", fmt.Sprintf("%d of %d", during.errors, during.requests), during.errors == 0)
+	if len(rep.steps) == 0 {
+		return
+	}
+	_, best := bestOnFront(front(rep.steps, windowedP99(d.baseline, rep.cfg.stepLength), budget), budget)
+	settled := settledRate(d)
+	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f×", budget),
+		fmt.Sprintf("%.0f against %.0f pastes/s: %+.0f%% (the whole window, its climb from the floor included: %.0f)",
+			settled, best, 100*(settled/best-1), d.rate()), math.Abs(settled/best-1) <= 0.15)
+	hours := 10e6 / settled / 3600
+	row("paced: 10 million pastes cleaned before morning (6 hours) at that rate", fmt.Sprintf("%.1f hours", hours), hours <= 6)
+}
+
+// writeFront writes the plant the pacing steers: each step's drain rate against the users' p99
+// over its level with no drain, and where the paced window landed.
+func writeFront(w io.Writer, rep *report) {
+	if len(rep.steps) == 0 {
+		return
+	}
+	budget := rep.cfg.budget
+	baseline := math.NaN()
+	if rep.heavy != nil {
+		baseline = windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
+	}
+	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
+		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
+		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), and measures %s under the foreground load. A step's users' p99 "+
+		"is against the baseline's over windows as long (the median of its windows' p99s: %s).\n\n",
+		secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
+	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | p99 / baseline | within %.1f× | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|\n", budget)
+	points := front(rep.steps, baseline, budget)
+	for i, p := range points {
+		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.2f× | %s | %s | %d |\n", budgetName(p.budget), p.rate, p.p50, p.p99,
+			p.ratio, map[bool]string{true: "yes", false: "no"}[p.meetsBound], msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
+	}
+	step, crossing := bestOnFront(points, budget)
+	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
+		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
+	if d := rep.heavy; d != nil {
+		ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
+		settled := settledRate(d)
+		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
+			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing; at that rate 10 million pastes take %.1f hours.",
+			settled, d.rate(), secs(d.seconds), ratio, 100*(settled/crossing-1), 10e6/settled/3600)
+	}
+	fmt.Fprintf(w, " Plotted in `front.png`.\n\n")
 }
 
 // writeCPU writes where the processor time went in each phase: which process the machine's cores
@@ -122,7 +212,7 @@ func writeTargets(w io.Writer, rep *report) {
 func writeCPU(w io.Writer, rep *report) {
 	type column struct {
 		name   string
-		use    cpuUse
+		use    benchdata.CPUUse
 		pastes int64 // cleaned meanwhile; 0: none
 	}
 	var cols []column
@@ -136,7 +226,7 @@ func writeCPU(w io.Writer, rep *report) {
 		cols = append(cols, column{"the load alone", d.baseCPU, 0}, column{"drain under the load", d.cpu, d.pastes})
 	}
 	parts := slices.DeleteFunc(slices.Clone(cpuOrder), func(p string) bool {
-		return !slices.ContainsFunc(cols, func(c column) bool { return slices.Contains(c.use.parts, p) })
+		return !slices.ContainsFunc(cols, func(c column) bool { return slices.Contains(c.use.Parts, p) })
 	})
 	if len(parts) == 0 {
 		return
@@ -150,12 +240,12 @@ func writeCPU(w io.Writer, rep *report) {
 	for _, p := range parts {
 		fmt.Fprintf(w, "| %s", p)
 		for _, c := range cols {
-			cores, ok := c.use.cores[p]
+			cores, ok := c.use.Cores[p]
 			switch {
 			case !ok:
 				fmt.Fprint(w, " | –")
-			case c.pastes > 0 && p != cpuIdle:
-				fmt.Fprintf(w, " | %.2f · %.0f µs", cores, cores*c.use.seconds/float64(c.pastes)*1e6)
+			case c.pastes > 0 && p != benchdata.CPUIdle:
+				fmt.Fprintf(w, " | %.2f · %.0f µs", cores, cores*c.use.Seconds/float64(c.pastes)*1e6)
 			default:
 				fmt.Fprintf(w, " | %.2f", cores)
 			}
@@ -270,4 +360,15 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(strings.Fields(string(data))[:3], " ")
+}
+
+// settledRate is a drain's rate over the second half of its time: where the automatic pacing has
+// climbed from its floor and found its level.
+func settledRate(d *drainResult) float64 {
+	last := d.samples[len(d.samples)-1]
+	mid := d.samples[len(d.samples)/2]
+	if secs := last.at.Sub(mid.at).Seconds(); secs > 0 {
+		return (last.tombstoned - mid.tombstoned) / secs
+	}
+	return d.rate()
 }

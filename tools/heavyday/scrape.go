@@ -85,15 +85,14 @@ type sample struct {
 	at                       time.Time
 	tombstoned, blobsDeleted float64
 	claim, finish, s3        histogram
-	rateLimit                float64 // pastes/s the replicas' pacers allow, summed; 0: one has no limit
-	signal                   float64 // the automatic pacing's signal, the highest of the replicas
-	cuts                     float64 // times the automatic pacing cut a limit
+	rateLimit                float64 // pastes/s the deployment's drain may claim (every replica says the same); 0: none
+	signal                   float64 // the automatic pacing's signal, a ratio to its level before the drain
+	cuts                     float64 // times the automatic pacing cut the rate
 }
 
 // scrape reads every replica's /metrics and adds them up.
 func scrape(ctx context.Context, rs []*replica) (sample, error) {
 	s := sample{at: time.Now()}
-	unlimited := false
 	for _, r := range rs {
 		fams, err := r.metrics(ctx)
 		if err != nil {
@@ -118,18 +117,13 @@ func scrape(ctx context.Context, rs []*replica) (sample, error) {
 		s.claim = s.claim.plus(hist("pastebin_cleanup_claim_seconds"))
 		s.finish = s.finish.plus(hist("pastebin_cleanup_finish_seconds"))
 		s.s3 = s.s3.plus(hist("pastebin_cleanup_blob_delete_seconds"))
-		limit := value("pastebin_cleanup_rate_limit")
-		unlimited = unlimited || limit == 0
-		s.rateLimit += limit
-		s.signal = max(s.signal, value("pastebin_cleanup_pacing_signal_seconds"))
+		s.rateLimit = max(s.rateLimit, value("pastebin_cleanup_rate_limit"))
+		s.signal = max(s.signal, value("pastebin_cleanup_pacing_signal_ratio"))
 		if f := fams["pastebin_cleanup_paced_total"]; f != nil {
 			for _, m := range f.GetMetric() {
 				s.cuts += m.GetCounter().GetValue()
 			}
 		}
-	}
-	if unlimited {
-		s.rateLimit = 0
 	}
 	return s, nil
 }

@@ -18,12 +18,17 @@
     return seconds > 0 ? Math.round(n / seconds) + " pastes/s" : "–";
   }
 
-  // pacing says how the drain is paced, as store.Pacing.String does.
+  // pacing says how the drain is paced, as store.RunPacing.String does.
   function pacing(p) {
     if (!p) return undefined;
     if (p.rate_limit === null) return p.mode + ", no limit";
-    const s = p.mode + ", " + Math.round(p.rate_limit) + " pastes/s";
-    return p.reason ? s + ": " + p.reason.replaceAll("_", " ") : s;
+    let s = p.mode + ", " + Math.round(p.rate_limit) + " pastes/s";
+    if (p.reason) s += ": " + p.reason.replaceAll("_", " ");
+    if (p.source && p.signal > 0) {
+      const what = p.source === "database" ? "finishing latency" : "users' p99";
+      s += ", " + what + " " + p.signal.toFixed(2) + "× before";
+    }
+    return s;
   }
 
   // show writes a run's report into the page's data-field elements.

@@ -1,0 +1,119 @@
+package expiry
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"pastebin/cache"
+)
+
+// Pacing modes (PASTEBIN_CLEANUP_PACING).
+const (
+	PacingOff  = "off"  // no automatic pacing; MaxRate alone, if set, is a ceiling
+	PacingAuto = "auto" // the controller keeps the users' latency within LatencyBudget
+)
+
+// Pacing is how fast the deployment's drain may go (docs/design.md, "Pacing the drain"). The
+// rates are for the whole deployment, every replica and worker together: the replicas draw from
+// one token bucket in Redis.
+type Pacing struct {
+	Mode    string  // PacingOff or PacingAuto
+	MaxRate float64 // pastes/s, a ceiling in every mode; 0: none
+	MinRate float64 // pastes/s the automatic pacing never goes below
+	// LatencyBudget is how far the users' p99 may rise over its level before the drain, as a ratio
+	// (auto): 1.5 lets it grow by half.
+	LatencyBudget float64
+
+	// timeScale multiplies every time of the controller's (its window, its tick, how fast it climbs)
+	// and of the signals'; 0: 1. Tests shorten them all at once.
+	timeScale float64
+}
+
+// DefaultPacing is the pacing the README documents.
+func DefaultPacing() Pacing {
+	return Pacing{Mode: PacingAuto, MinRate: 200, LatencyBudget: 1.5}
+}
+
+func (p Pacing) validate() error {
+	switch {
+	case p.Mode != PacingOff && p.Mode != PacingAuto:
+		return fmt.Errorf("pacing %q: want %s or %s", p.Mode, PacingAuto, PacingOff)
+	case p.MaxRate < 0 || p.MinRate < 0:
+		return fmt.Errorf("pacing rates %g and %g must not be negative", p.MaxRate, p.MinRate)
+	case p.Mode == PacingAuto && (p.MinRate <= 0 || p.LatencyBudget <= 1):
+		return fmt.Errorf("automatic pacing needs a minimum rate above zero and a latency budget above 1")
+	}
+	return nil
+}
+
+// The controller's timing: it steps every controllerTick on the signal of the last
+// controllerWindow, five latency windows of cache.LatencyWindow.
+const (
+	controllerTick   = 2 * time.Second
+	controllerWindow = 10 * time.Second
+)
+
+// scaled is d on the pacing's time scale.
+func (p Pacing) scaled(d time.Duration) time.Duration {
+	if p.timeScale > 0 {
+		return time.Duration(float64(d) * p.timeScale)
+	}
+	return d
+}
+
+// Deployment is what the replicas share through Redis to pace the drain as one: the token bucket
+// every worker draws a batch's tokens from, the lease under which one replica at a time runs the
+// controller, the pace that controller publishes, the roster of the processes draining, the count
+// of pastes they claimed, and the users' request latencies. The zero Deployment paces this process
+// alone, as if it were the whole deployment.
+type Deployment struct {
+	Budget     tokenBucket
+	Controller lock
+	Pace       sharedRecord
+	Drainers   roster
+	Claimed    sharedCounter
+	Users      latencySource
+}
+
+// tokenBucket is a token bucket in Redis (the GCRA limiter in cache).
+type tokenBucket interface {
+	// Take takes n tokens of the bucket key, which refills at perSecond up to burst tokens. When
+	// there are not n, it takes none and answers how long to wait for them.
+	Take(ctx context.Context, key string, perSecond float64, burst, n int) (wait time.Duration, err error)
+}
+
+type sharedRecord interface {
+	Load(ctx context.Context, v any) (bool, error)
+	Store(ctx context.Context, v any) error
+}
+
+type roster interface {
+	Join(ctx context.Context, member string) (int, error)
+	Leave(ctx context.Context, member string) error
+}
+
+type sharedCounter interface {
+	Add(ctx context.Context, n int64) (int64, error)
+}
+
+type latencySource interface {
+	Read(ctx context.Context, from, to time.Time) (cache.Latencies, error)
+}
+
+// pace is the controller's decision, as it shares it with every replica.
+type pace struct {
+	Rate       float64   `json:"rate"` // pastes/s for the whole deployment; 0: no limit
+	Reason     string    `json:"reason"`
+	Signal     float64   `json:"signal"` // the latency over its level before the drain
+	Source     string    `json:"source"` // sourceUsers or sourceDatabase
+	Budget     float64   `json:"budget"`
+	Baseline   float64   `json:"baseline_seconds"` // the users' p99 before the drain; 0: unknown
+	Controller string    `json:"controller"`       // the process that runs the controller
+	Began      time.Time `json:"began"`            // when this drain's controller first ran
+	At         time.Time `json:"at"`
+}
+
+// paceFresh is how recent a published pace must be for a controller taking over to carry on with
+// its baseline, rather than begin a drain of its own.
+const paceFresh = 2 * time.Minute

@@ -1,0 +1,126 @@
+package expiry
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The signal's rules (docs/design.md, "Pacing the drain").
+const (
+	// minUserRequests: the users' p99 is the signal when a window holds at least this many of their
+	// requests; a p99 over fewer says little.
+	minUserRequests = 200
+	// baselineSpan: the users' level before the drain is their p99 over this span before the
+	// controller first ran.
+	baselineSpan = time.Minute
+	// finishHorizon: the finishing transaction's latency is judged against its first quartile
+	// over this span.
+	finishHorizon = 5 * time.Minute
+)
+
+// signals gives the controller its signal: the users' p99 over its level before the drain, read
+// from every replica's latency windows, or, where too few requests come to judge by (the CLI, an
+// idle night), the finishing transaction's latency over its own recent low (its first quartile
+// over the last minutes). Both are ratios, 1 for no change: the second cancels what the table's
+// size makes that latency, as TCP Vegas and Netflix's gradient limiter compare a round trip with
+// the shortest ones seen lately.
+type signals struct {
+	users    latencySource // nil: none
+	window   time.Duration
+	horizon  time.Duration // finishHorizon
+	baseline float64       // seconds; 0: unknown
+	finishes *finishLog
+}
+
+// setBaseline takes the users' p99 over the span before now as their level before the drain; it
+// leaves it unknown when too few requests came.
+func (s *signals) setBaseline(ctx context.Context, now time.Time) {
+	if s.users == nil {
+		return
+	}
+	l, err := s.users.Read(ctx, now.Add(-baselineSpan), now)
+	if err == nil && l.Total >= minUserRequests {
+		s.baseline = l.Quantile(0.99)
+	}
+}
+
+// read returns the signal at now and where it came from; ok is false while neither source has
+// enough to say.
+func (s *signals) read(ctx context.Context, now time.Time) (ratio float64, source string, ok bool) {
+	if s.users != nil && s.baseline > 0 {
+		l, err := s.users.Read(ctx, now.Add(-s.window), now)
+		if err == nil && l.Total >= minUserRequests {
+			return l.Quantile(0.99) / s.baseline, sourceUsers, true
+		}
+	}
+	current, low := s.finishes.excess(now, s.window, s.horizon)
+	if current > 0 && low > 0 {
+		return current / low, sourceDatabase, true
+	}
+	return 0, sourceDatabase, false
+}
+
+// finishLog keeps this process's finishing transactions' latencies, scaled to a full batch, for
+// finishHorizon.
+type finishLog struct {
+	mu      sync.Mutex
+	samples []finishSample
+}
+
+type finishSample struct {
+	at      time.Time
+	seconds float64
+}
+
+func (f *finishLog) add(at time.Time, seconds float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cut := 0
+	for cut < len(f.samples) && at.Sub(f.samples[cut].at) > finishHorizon {
+		cut++
+	}
+	f.samples = append(f.samples[cut:], finishSample{at, seconds})
+}
+
+// excess returns the median latency of the window before now (of the last few batches, when a
+// slow drain finished fewer in it), and its recent low: the first quartile of the horizon's
+// latencies, a minimum that one lucky batch does not set (0 where there is none).
+func (f *finishLog) excess(now time.Time, window, horizon time.Duration) (current, low float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	current = f.quantile(now.Add(-window), now, 0.5)
+	if n := len(f.samples); f.count(now.Add(-window), now) < minFinishes && n >= minFinishes &&
+		now.Sub(f.samples[n-minFinishes].at) < horizon/2 {
+		current = f.quantile(f.samples[n-minFinishes].at.Add(-time.Nanosecond), now, 0.5)
+	}
+	return current, f.quantile(now.Add(-horizon), now, 0.25)
+}
+
+// minFinishes is how many finishing transactions the database signal judges by at least.
+const minFinishes = 3
+
+func (f *finishLog) count(from, to time.Time) int {
+	n := 0
+	for _, s := range f.samples {
+		if s.at.After(from) && !s.at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *finishLog) quantile(from, to time.Time, q float64) float64 {
+	var v []float64
+	for _, s := range f.samples {
+		if s.at.After(from) && !s.at.After(to) {
+			v = append(v, s.seconds)
+		}
+	}
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	return v[int(q*float64(len(v)-1))]
+}

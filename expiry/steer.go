@@ -1,0 +1,222 @@
+package expiry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"pastebin/cache"
+)
+
+// followEvery is how often a draining process counts itself in, adds its claims to the shared
+// count and reads the pace.
+const followEvery = time.Second
+
+// steering is the controller as the process holding its lease runs it.
+type steering struct {
+	ctl     *controller
+	signals *signals
+	began   time.Time
+	release func()
+	next    time.Time   // the controller's next step
+	claims  []claimMark // the deployment's claims over the last window, for its throughput
+}
+
+type claimMark struct {
+	at    time.Time
+	total int64
+}
+
+// steer follows the deployment's pacing while ctx lasts (a run): every followEvery it counts this
+// process among the drainers, adds what it claimed to the shared count and reads the pace; in
+// automatic mode it also tries for the controller's lease, and while it holds it, steps the
+// controller every tick and publishes the pace for every replica. The lease goes when ctx ends, or
+// when this process dies (its time to live): another draining process takes it over then, and
+// carries on from the pace published, baseline included.
+func (p *pacer) steer(ctx context.Context) {
+	defer p.stopSteering(context.WithoutCancel(ctx))
+	t := time.NewTicker(min(followEvery, p.cfg.scaled(controllerTick)))
+	defer t.Stop()
+	for {
+		p.tickAt(ctx, time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// tickAt is one beat of steer, at now.
+func (p *pacer) tickAt(ctx context.Context, now time.Time) {
+	p.count(ctx)
+	if p.cfg.Mode == PacingAuto {
+		if p.steering == nil {
+			p.steering = p.takeOver(ctx, now)
+		}
+		if st := p.steering; st != nil && !now.Before(st.next) {
+			p.step(ctx, st, now)
+		}
+	}
+	if p.steering == nil {
+		p.follow(ctx)
+	}
+}
+
+// stopSteering releases the controller's lease, if this process holds it, and leaves the roster.
+func (p *pacer) stopSteering(ctx context.Context) {
+	if st := p.steering; st != nil && st.release != nil {
+		st.release()
+	}
+	p.steering = nil
+	p.setHolding(false)
+	if p.shared.Drainers != nil {
+		_ = p.shared.Drainers.Leave(ctx, p.member)
+	}
+}
+
+// count counts this process among the drainers and adds its claims to the shared count.
+func (p *pacer) count(ctx context.Context) {
+	p.mu.Lock()
+	claimed := p.claimed
+	p.claimed = 0
+	p.mu.Unlock()
+	if p.shared.Claimed == nil {
+		p.mu.Lock()
+		p.total += claimed
+		p.mu.Unlock()
+	} else if total, err := p.shared.Claimed.Add(ctx, claimed); err == nil {
+		p.mu.Lock()
+		p.total = total
+		p.mu.Unlock()
+	} else {
+		p.mu.Lock()
+		p.claimed += claimed // added next time
+		p.mu.Unlock()
+	}
+	if p.shared.Drainers == nil {
+		return
+	}
+	if n, err := p.shared.Drainers.Join(ctx, p.member); err == nil {
+		p.mu.Lock()
+		p.drainers = n
+		p.mu.Unlock()
+	}
+}
+
+// follow reads the pace the controller published. Unread (Redis away, or no controller yet), the
+// last one known stays in force.
+func (p *pacer) follow(ctx context.Context) {
+	if p.shared.Pace == nil || p.cfg.Mode != PacingAuto {
+		return
+	}
+	var pc pace
+	if ok, err := p.shared.Pace.Load(ctx, &pc); err == nil && ok {
+		p.setPace(pc)
+	}
+}
+
+// takeOver takes the controller's lease if nobody holds it and returns the steering, or nil. A
+// pace published lately is a drain going on: the new controller starts from its rate and keeps
+// its baseline. Otherwise the drain begins now, at the floor, and the users' p99 of the minute
+// before is its baseline.
+func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
+	var release func()
+	if p.shared.Controller != nil {
+		r, err := p.shared.Controller.Acquire(ctx)
+		if errors.Is(err, cache.ErrLockHeld) || (err != nil && p.shared.Pace != nil) {
+			return nil // another process steers; or Redis is away, and the last pace holds
+		}
+		release = r
+	}
+	window := p.cfg.scaled(controllerWindow)
+	st := &steering{signals: &signals{users: p.shared.Users, window: window, horizon: p.cfg.scaled(finishHorizon),
+		finishes: p.finishes}, release: release, next: now}
+	st.ctl = newController(p.cfg, p.floor(), p.ceiling(), now)
+	var last pace
+	if p.shared.Pace != nil {
+		if ok, err := p.shared.Pace.Load(ctx, &last); err != nil || !ok {
+			last = pace{}
+		}
+	}
+	if !last.Began.IsZero() && now.Sub(last.At) < paceFresh {
+		st.began, st.signals.baseline = last.Began, last.Baseline
+		st.ctl.rate = min(max(last.Rate, st.ctl.floor), st.ctl.ceiling)
+	} else {
+		st.began = now
+		st.signals.setBaseline(ctx, now)
+	}
+	p.setHolding(true)
+	p.logger.InfoContext(ctx, "this process runs the cleanup pacing's controller", "rate", st.ctl.rate,
+		"users_p99_before_seconds", st.signals.baseline, "drain_began", st.began)
+	return st
+}
+
+// step steps the controller and publishes its pace.
+func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
+	st.next = now.Add(p.cfg.scaled(controllerTick))
+	signal, source, ok := st.signals.read(ctx, now)
+	before, cutAt := st.ctl.reason, st.ctl.holdUntil
+	r := st.ctl.step(now, signal, source, ok, st.throughput(now, p.totalNow()))
+	if st.ctl.holdUntil != cutAt { // counted by the controller alone, not by every replica that follows
+		p.metrics.slowdowns.WithLabelValues(reasonOverBudget).Inc()
+	}
+	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Source: st.ctl.source,
+		Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began, At: now}
+	if math.IsInf(pc.Rate, 1) {
+		pc.Rate = 0
+	}
+	p.setPace(pc)
+	if p.shared.Pace != nil {
+		if err := p.shared.Pace.Store(ctx, pc); err != nil {
+			p.redisFailed(err)
+		}
+	}
+	if pc.Reason != before && (pc.Reason == reasonOverBudget || before == reasonOverBudget) {
+		p.logger.InfoContext(ctx, "cleanup pacing", "rate", pc.Rate, "reason", pc.Reason, "signal", pc.Signal,
+			"source", pc.Source, "budget", pc.Budget)
+	}
+}
+
+// throughput is the deployment's claims per second over the last window, from the shared count.
+func (st *steering) throughput(now time.Time, total int64) float64 {
+	st.claims = append(st.claims, claimMark{now, total})
+	cut := 0
+	for cut < len(st.claims)-1 && now.Sub(st.claims[cut+1].at) >= st.signals.window {
+		cut++
+	}
+	st.claims = st.claims[cut:]
+	first := st.claims[0]
+	if secs := now.Sub(first.at).Seconds(); secs > 0 {
+		return float64(total-first.total) / secs
+	}
+	return 0
+}
+
+func (p *pacer) totalNow() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+func (p *pacer) setHolding(h bool) {
+	p.mu.Lock()
+	p.holding = h
+	p.mu.Unlock()
+	p.publish()
+}
+
+// start begins a run's pacing: the pace a run starts from, and the steering loop, until the
+// returned stop is called.
+func (p *pacer) start(ctx context.Context) (stop func()) {
+	p.mu.Lock()
+	p.waited, p.current = 0, p.startingPace()
+	p.local = nil // made at the first take, empty
+	p.mu.Unlock()
+	p.publish()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); p.steer(ctx) }()
+	return func() { cancel(); <-done }
+}
