@@ -65,13 +65,15 @@ func (h *HotContent) contentKey(hexHash string) string { return h.keys + "c:" + 
 
 // Add counts client as a creator of the content hash now and returns how many distinct clients
 // created it in the window. One script, one round trip, once the client key is known. While
-// Redis fails it answers the error at once for redisRecheck rather than wait on Redis each time.
+// Redis fails it answers the error at once for redisRecheck rather than wait on Redis each time;
+// a ctx that runs out counts as a failure too: the caller bounds the wait, and a Redis that slow
+// should not be waited on by the next caller either.
 func (h *HotContent) Add(ctx context.Context, hash []byte, client string) (int, error) {
 	if time.Now().UnixNano() < h.skip.Load() {
 		return 0, errors.New("redis unavailable: spam signal paused")
 	}
 	n, err := h.add(ctx, hash, client)
-	if err != nil && ctx.Err() == nil {
+	if err != nil {
 		h.skip.Store(time.Now().Add(redisRecheck).UnixNano())
 		if h.outage.Failed() {
 			h.logger.Warn("redis unavailable: creates not counted for the spam signal", "err", err)
