@@ -41,6 +41,7 @@ func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyByte
 		}
 		var c paste.Created
 		if err == nil {
+			in.Client = request.ClientKey(r.Context()) // for the spam signal
 			c, err = creator.Create(r.Context(), in, idem)
 		}
 		if err != nil {

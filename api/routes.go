@@ -98,6 +98,9 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 		signedIn(admin.HandleBlockedPage(c, st)), bearer(admin.HandleBlockedList(log, st))))
 	r.Method(http.MethodPost, "/blocked", either(admin.ForConsole,
 		signedIn(admin.HandleBlockForm(c, st, s.remover)), bearer(admin.HandleBlock(log, s.remover, by))))
+	r.Method(http.MethodGet, "/content/hot", either(admin.ForConsole,
+		signedIn(admin.HandleHotPage(c, s.spam)), bearer(admin.HandleHotList(log, s.spam))))
+	r.Method(http.MethodPost, "/content/hot", signedIn(admin.HandleHotBlockForm(c, s.spam, s.remover)))
 	r.Method(http.MethodGet, "/audit", either(admin.ForConsole, signedIn(admin.HandleAuditPage(c, st)), bearer(admin.HandleAudit(log, st))))
 
 	health := func(ctx context.Context) map[string]string { return checkReadiness(ctx, readinessChecks(deps)) }

@@ -58,6 +58,9 @@ type Config struct {
 	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
 	// Uncompressed stores new content as it is; else compressed when that makes it smaller.
 	Uncompressed bool
+	// SpamThreshold is when a content is hot: so many distinct clients created it within a window
+	// (docs/design.md, "Spam signal"). The zero value turns the spam signal off.
+	SpamThreshold paste.SpamThreshold
 	// DecodedCacheBytes is memory for the original bytes and gzip of compressed pastes, made for
 	// clients that take no zstd, in this process; 0: none.
 	DecodedCacheBytes int64
@@ -105,6 +108,7 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
 	lim := newLimits(cfg, deps)
+	spam := paste.NewSpam(deps.Cache, deps.Store, cfg.SpamThreshold, deps.Registry, deps.Logger)
 	auth := newAdminAuth(cfg, deps, lim)
 	return routes(cfg, deps, &server{
 		site: st,
@@ -112,8 +116,9 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
 		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
-			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed,
+			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed, Spam: spam,
 		}, deps.Now, deps.Logger),
+		spam:   spam,
 		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
 		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
@@ -135,4 +140,5 @@ type server struct {
 	deleter  *limitedDelete
 	limits   *limits
 	auth     *adminAuth
+	spam     *paste.Spam // nil: the spam signal is off
 }

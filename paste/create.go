@@ -28,6 +28,9 @@ type Input struct {
 	// Encryption names the format of an end-to-end encrypted paste's Content (docs/encryption.md),
 	// which the server checks for shape only; "" for plain text.
 	Encryption string
+	// Client is who sent the create (its rate-limit key: an address, or an IPv6 /64), for the spam
+	// signal alone, which keeps it only as a keyed hash; "" for none.
+	Client string
 }
 
 // Created is the answer to a create: the paste and, this once, its delete token.
@@ -47,6 +50,8 @@ type CreateConfig struct {
 	// Uncompressed stores new content as it is; else it is stored compressed when that makes it
 	// smaller (docs/design.md, "Compression at rest"). Reads serve either, whatever it says.
 	Uncompressed bool
+	// Spam counts each create's client for the spam signal, after the create committed; nil: no signal.
+	Spam *Spam
 }
 
 // Creator runs the create flow (docs/design.md, "Create").
@@ -92,6 +97,7 @@ func (c *Creator) Create(ctx context.Context, in Input, idem IdempotencyKey) (Cr
 	if err != nil {
 		return Created{}, err
 	}
+	c.cfg.Spam.Record(ctx, in.Hash, in.Client)
 	return Created{Paste: p, Token: token}, nil
 }
 

@@ -37,6 +37,9 @@ func From(r *http.Request, logger *slog.Logger, err error) *Problem {
 	case errors.Is(err, paste.ErrBlobUnavailable):
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", request.RoutePattern(r), "err", err)
 		return Storage.WithDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
+	case errors.Is(err, paste.ErrSignalUnavailable):
+		logger.WarnContext(r.Context(), "spam signal unavailable", "route", request.RoutePattern(r), "err", err)
+		return Storage.WithDetail("Redis, which counts the spam signal, is unreachable. Try again shortly.")
 	}
 	logger.ErrorContext(r.Context(), "internal error", "route", request.RoutePattern(r), "method", request.MethodLabel(r), "err", err)
 	return Internal.WithDetail("internal error")

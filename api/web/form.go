@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"pastebin/api/request"
 	"pastebin/api/site"
 	"pastebin/paste"
 )
@@ -25,6 +26,7 @@ func HandleCreate(pages *Pages, creator *paste.Creator, decode Decoder) http.Han
 			pages.formError(w, r, in, err)
 			return
 		}
+		in.Client = request.ClientKey(r.Context())
 		c, err := creator.Create(r.Context(), in, paste.IdempotencyKey{})
 		if err != nil {
 			pages.formError(w, r, in, err)

@@ -58,6 +58,7 @@ type limitsConfig struct {
 	createRate        rate
 	deleteFailureRate rate
 	adminFailureRate  rate
+	spamThreshold     rate
 	trustedProxies    prefixList
 	clientIPHeader    headerName
 	maxUploads        int
@@ -75,14 +76,16 @@ type limitsConfig struct {
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
 		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		adminFailureRate: rate{Requests: 10, Window: time.Minute}, clientIPHeader: "X-Forwarded-For",
-		maxUploads: 16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
+		adminFailureRate: rate{Requests: 10, Window: time.Minute}, spamThreshold: rate{Requests: 20, Window: 10 * time.Minute},
+		clientIPHeader: "X-Forwarded-For",
+		maxUploads:     16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
 		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
+	fs.Var(&c.spamThreshold, "spam-threshold", `when a content is hot for the spam signal: distinct clients that created it within a window, such as 20/10m; "off" for no signal`)
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
 	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
@@ -214,6 +217,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
 		DedupTiming: paste.DedupTiming(cfg.dedupTiming), Uncompressed: cfg.compression == "off",
 		DecodedCacheBytes: int64(cfg.decodedCache),
+		SpamThreshold:     paste.SpamThreshold{Clients: cfg.limits.spamThreshold.Requests, Window: cfg.limits.spamThreshold.Window},
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done(),
 		UserLatency: users})
