@@ -56,6 +56,7 @@ type serveConfig struct {
 // server's timeouts and header size, which keep a slow client from holding a connection.
 type limitsConfig struct {
 	createRate        rate
+	reportRate        rate
 	deleteFailureRate rate
 	adminFailureRate  rate
 	trustedProxies    prefixList
@@ -74,13 +75,14 @@ type limitsConfig struct {
 // register adds the limits' flags, with their defaults in c.
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
-		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
+		createRate: rate{Requests: 120, Window: time.Minute}, reportRate: rate{Requests: 20, Window: time.Hour}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
 		adminFailureRate: rate{Requests: 10, Window: time.Minute}, clientIPHeader: "X-Forwarded-For",
 		maxUploads: 16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
 		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
+	fs.Var(&c.reportRate, "rate-report", `abuse reports filed per client (form and API together), such as 20/1h; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
@@ -204,6 +206,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
+		ReportRate: api.Rate(cfg.limits.reportRate), ReportRetention: time.Duration(cfg.expiry.reportRetention),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
