@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -33,15 +34,17 @@ type reportView struct {
 	ViewLimited      bool
 	Reasons          []reasonChoice
 	Details, Contact string
-	Retention        string // how long a contact address is kept
+	Retention        string // how long a contact address is kept, in days; "" when no purge erases it
 	Error            string
 	Receipt          string // set once the report is filed
 	StatusURL        string
 }
 
 func (pages *Pages) newReportView(code string, viewLimited bool, r paste.Report) reportView {
-	v := reportView{Code: code, ViewLimited: viewLimited, Details: r.Details, Contact: r.Contact,
-		Retention: paste.FormatDuration(pages.reportRetention)}
+	v := reportView{Code: code, ViewLimited: viewLimited, Details: r.Details, Contact: r.Contact}
+	if days := int64(pages.reportRetention / (24 * time.Hour)); days > 0 {
+		v.Retention = site.Plural(days, "day")
+	}
 	for _, c := range reportReasons {
 		c.Selected = c.Value == r.Reason
 		v.Reasons = append(v.Reasons, c)
