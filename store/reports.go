@@ -36,11 +36,17 @@ type NewReport struct {
 
 // fileReportSQL files a report on a live paste in one statement: the paste's row gives its content
 // hash, so a paste removed or past its expiry files nothing and the caller is told why (Paste).
-// Nothing of the paste is changed or locked: a view-limited paste keeps its views.
+// Nothing of the paste is changed: a view-limited paste keeps its views. The row is held FOR KEY
+// SHARE to the commit, which every removal's FOR UPDATE waits for and which waits for a removal
+// holding it: a takedown either commits first, and the report then finds no live row, or sees the
+// report and closes it. Without the lock a report could read the row a takedown is deleting, and
+// stay open on a paste gone (TestReportsRaceTakedowns). Taking a view (an UPDATE that keeps the
+// key) does not wait for it.
 const fileReportSQL = `
 	INSERT INTO reports (receipt_hash, short_code, content_hash, reason, details, contact)
 	SELECT $1, short_code, content_hash, $3, $4, nullif($5, '') FROM pastes
-	WHERE short_code = $2 AND status = 'NOT_EXPIRED' AND (expires_at IS NULL OR expires_at > now())`
+	WHERE short_code = $2 AND status = 'NOT_EXPIRED' AND (expires_at IS NULL OR expires_at > now())
+	FOR KEY SHARE`
 
 // FileReport records a report on the live paste r.Code. An unknown paste answers ErrNotFound, one
 // that is gone (deleted, burned, taken down, expired) a *GoneError: what its reader is told.

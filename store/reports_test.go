@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,4 +172,48 @@ func TestReportsMigrationRollsBack(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatalf("migrate up again: %v", err)
 	}
+}
+
+// TestReportsRaceTakedowns files reports on pastes while operators take them down, blocks
+// included, all at once: every report filed (nil) on a paste taken down is closed by it, none is
+// left open on a paste that is gone, and every report refused was refused as gone.
+func TestReportsRaceTakedowns(t *testing.T) {
+	t.Parallel()
+	s := storetest.New(t, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	const pastes, reporters = 40, 6
+	codes := newContent(t, s, "raced", pastes/2)
+	codes = append(codes, newContent(t, s, "raced too", pastes/2)...)
+	var wg sync.WaitGroup
+	errs := make(chan error, pastes*reporters)
+	for i, code := range codes {
+		for r := range reporters {
+			wg.Go(func() {
+				err := s.FileReport(ctx, store.NewReport{Code: code, Reason: "spam", ReceiptHash: store.HashToken(fmt.Sprint(code, r))})
+				if err != nil && !errors.Is(err, store.ErrGone) {
+					errs <- err
+				}
+			})
+		}
+		wg.Go(func() {
+			_, err := s.TakeDown(ctx, store.Takedown{Code: code, Reason: "race", Block: i == pastes-1}, operator)
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM reports WHERE state = 'open'`); n != 0 {
+		t.Errorf("%d reports left open on pastes taken down, want none", n)
+	}
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes`); n != 0 {
+		t.Errorf("%d pastes left, want all taken down", n)
+	}
+	t.Logf("%d reports filed before their paste's takedown, the rest refused as gone",
+		storetest.Count(t, s.Pool(), `SELECT count(*) FROM reports`))
+	refCountsExact(t, s)
 }
