@@ -213,3 +213,51 @@ func TestAdminReports(t *testing.T) {
 		t.Errorf("no token: %d, want 401", r.StatusCode)
 	}
 }
+
+// TestReportPages: the report form answers a paste as its page does (200, 404, 410, HEAD alike) and
+// takes no view; its post files the report and shows the receipt, shows the form again, 400, for
+// a reason not on the list, and is refused 403 when a browser says another site sent it.
+func TestReportPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	live, gone, burn := e.create("a paste", ""), e.create("gone", ""), e.create("burns", "?burn=true")
+	e.delete(gone.code, gone.token)
+	html := []string{"Accept", "text/html"}
+	for path, want := range map[string]int{"/" + live.code + "/report": 200, "/" + burn.code + "/report": 200,
+		"/Nothing0000/report": 404, "/" + gone.code + "/report": 410} {
+		if r := e.get(path, html...); r.StatusCode != want || !strings.Contains(r.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("GET %s: %d %s, want a %d page", path, r.StatusCode, r.Header.Get("Content-Type"), want)
+		}
+		if r := e.do(e.request(http.MethodHead, path, nil, html...)); r.StatusCode != want {
+			t.Errorf("HEAD %s: %d, want %d", path, r.StatusCode, want)
+		}
+	}
+	post := func(code string, form url.Values) response {
+		return e.do(e.request(http.MethodPost, "/"+code+"/report", strings.NewReader(form.Encode()),
+			"Content-Type", "application/x-www-form-urlencoded", "Accept", "text/html"))
+	}
+	r := post(live.code, url.Values{"reason": {"boring"}, "details": {"kept"}})
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.text(), "reason must be one of") || !strings.Contains(r.text(), ">kept</textarea>") {
+		t.Errorf("a reason not on the list: %d, want the form again with what was typed", r.StatusCode)
+	}
+	r = post(burn.code, url.Values{"reason": {"personal_data"}, "contact": {"me@example.org"}})
+	if r.StatusCode != http.StatusOK || !strings.Contains(r.text(), `id="receipt"`) || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the form's report: %d, want the receipt, not stored by caches", r.StatusCode)
+	}
+	for site, want := range map[string]int{"cross-site": 403, "same-origin": 200} {
+		req := e.request(http.MethodPost, "/"+live.code+"/report", strings.NewReader("reason=spam"),
+			"Content-Type", "application/x-www-form-urlencoded", "Sec-Fetch-Site", site)
+		if r := e.do(req); r.StatusCode != want {
+			t.Errorf("the form posted %s: %d, want %d", site, r.StatusCode, want)
+		}
+	}
+	if r := post(gone.code, url.Values{"reason": {"spam"}}); r.StatusCode != http.StatusGone {
+		t.Errorf("reporting a deleted paste from the form: %d, want 410", r.StatusCode)
+	}
+	if n := e.count(`SELECT count(*) FROM pastes WHERE short_code = $1 AND views_left = 1`, burn.code); n != 1 {
+		t.Error("the report form took the burn paste's view")
+	}
+	if n := e.count(`SELECT count(*) FROM reports`); n != 2 {
+		t.Errorf("%d reports from the form, want 2 (the burn paste's, the same-origin one)", n)
+	}
+}
