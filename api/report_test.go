@@ -212,6 +212,13 @@ func TestAdminReports(t *testing.T) {
 	if r := e.get("/admin/reports"); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", r.StatusCode)
 	}
+	// A takedown from elsewhere, DELETE /admin/pastes/{code}, closes the paste's reports too.
+	other := e.create("reported, taken down elsewhere", "")
+	receipt := receiptOf(t, e.report(other.code, `{"reason": "copyright"}`))
+	r = e.do(e.request(http.MethodDelete, "/admin/pastes/"+other.code+"?reason=dmca", nil, adminAuth...))
+	if r.StatusCode != http.StatusOK || !strings.Contains(r.text(), `"reports_closed":1`) || e.stateOf(receipt) != "actioned" {
+		t.Errorf("DELETE /admin/pastes/{code} of a reported paste: %d %s, want its report closed", r.StatusCode, r.body)
+	}
 }
 
 // TestReportPages: the report form answers a paste as its page does (200, 404, 410, HEAD alike) and
