@@ -182,16 +182,22 @@ type Case struct {
 const reportColumns = `id, short_code, encode(content_hash, 'hex'), reason, details, coalesce(contact, ''), created_at,
 	state, changed_at, coalesce(closed_by, ''), coalesce(closed_action, '')`
 
-// reportsSQL reads the newest reports in a state: the open ones by when they were filed, the
-// closed ones by when they were closed, each from its partial index.
-var reportsSQL = map[bool]string{
-	true:  `SELECT ` + reportColumns + ` FROM reports WHERE state = $1 ORDER BY created_at DESC, id DESC LIMIT $2`,
-	false: `SELECT ` + reportColumns + ` FROM reports WHERE state = $1 AND state <> 'open' ORDER BY changed_at DESC, id DESC LIMIT $2`,
-}
+// openReportsSQL reads the newest open reports, by when they were filed; closedReportsSQL the
+// newest closed in a state, by when they were closed: each from its partial index, whose predicate
+// each names as a literal, so that a generic plan of the prepared statement can use it too.
+const (
+	openReportsSQL   = `SELECT ` + reportColumns + ` FROM reports WHERE state = 'open' ORDER BY created_at DESC, id DESC LIMIT $1`
+	closedReportsSQL = `SELECT ` + reportColumns + ` FROM reports WHERE state = $2 AND state <> 'open'
+		ORDER BY changed_at DESC, id DESC LIMIT $1`
+)
 
 // Cases groups the newest limit reports in state by content, the case of the newest report first.
 func (s *Store) Cases(ctx context.Context, state string, limit int) ([]Case, error) {
-	rows, err := s.pool.Query(ctx, reportsSQL[state == ReportOpen], state, limit)
+	q, args := closedReportsSQL, []any{limit, state}
+	if state == ReportOpen {
+		q, args = openReportsSQL, args[:1]
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list reports: %w", err)
 	}

@@ -47,7 +47,7 @@ func HandleReports(logger *slog.Logger, s *store.Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		state, perr := stateParam(r)
 		limit, lerr := limitParam(r, 1000)
-		if p := cmpProblem(perr, lerr); p != nil {
+		if p := firstProblem(perr, lerr); p != nil {
 			problem.Write(w, r, p)
 			return
 		}
@@ -61,7 +61,8 @@ func HandleReports(logger *slog.Logger, s *store.Store) http.Handler {
 	})
 }
 
-func cmpProblem(ps ...*problem.Problem) *problem.Problem {
+// firstProblem is the first of ps that is not nil, or nil.
+func firstProblem(ps ...*problem.Problem) *problem.Problem {
 	for _, p := range ps {
 		if p != nil {
 			return p
