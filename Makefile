@@ -42,7 +42,7 @@ test: lint
 
 # The API tests that create, read, delete and burn pastes (view limits too), and the operators' actions (cleanup runs,
 # takedowns, blocks, the audit log, console sessions), run again through the pooler.
-POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestViewLimitCountsDown|TestViewLimitExactlyOnceAcrossReplicas|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient)$$
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestViewLimitCountsDown|TestViewLimitExactlyOnceAcrossReplicas|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient|TestReportAPI|TestAdminReports)$$
 
 # With the test services up (make test starts them): the service's tests and the tools module's
 # (tools/: the 30-second chaos soak, and deploycheck, which builds the image and runs it) at the

@@ -79,6 +79,17 @@ func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refus
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(s.site, s.deleter))
 	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, alwaysPage))
 	r.Method(http.MethodPost, "/{code}/delete", web.HandleDelete(s.site, s.deleter))
+	reportRoutes(r, s)
+}
+
+// reportRoutes are the abuse reports' addresses: a paste page's report form, its JSON twin, and a
+// receipt's state. Filing a report counts against the client's report rate.
+func reportRoutes(r chi.Router, s *server) {
+	files := r.With(s.limits.limitReports(s.site.Error))
+	r.Method(http.MethodGet, "/{code}/report", web.HandleReportPage(s.pages, s.reader))
+	files.Method(http.MethodPost, "/{code}/report", web.HandleReport(s.pages, s.reporter))
+	files.Method(http.MethodPost, "/api/v1/pastes/{code}/reports", handleReportCreate(s.site, s.reporter))
+	r.Method(http.MethodGet, "/api/v1/reports/{id}", handleReportStatus(s.site, s.reporter))
 }
 
 // adminRoutes are /admin: the JSON admin API, where operators trigger and watch cleanup, take
@@ -102,6 +113,12 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 		signedIn(admin.HandleHotPage(c, s.spam)), bearer(admin.HandleHotList(log, s.spam))))
 	r.Method(http.MethodPost, "/content/hot", signedIn(admin.HandleHotBlockForm(c, s.spam, s.remover)))
 	r.Method(http.MethodGet, "/audit", either(admin.ForConsole, signedIn(admin.HandleAuditPage(c, st)), bearer(admin.HandleAudit(log, st))))
+	r.Method(http.MethodGet, "/reports", either(admin.ForConsole, signedIn(admin.HandleReportsPage(c, st)), bearer(admin.HandleReports(log, st))))
+	r.Method(http.MethodPost, "/reports/{hash}/takedown", either(admin.ForConsole,
+		signedIn(admin.HandleCaseTakedownForm(c, st, s.cases)), bearer(admin.HandleCaseTakedown(log, s.cases, by))))
+	r.Method(http.MethodPost, "/reports/{hash}/dismiss", either(admin.ForConsole,
+		signedIn(admin.HandleCaseDismissForm(c, st, s.cases)), bearer(admin.HandleCaseDismiss(log, s.cases, by))))
+	r.Method(http.MethodGet, "/pastes/{code}/preview", signedIn(admin.HandlePreviewPage(c, s.reader)))
 
 	health := func(ctx context.Context) map[string]string { return checkReadiness(ctx, readinessChecks(deps)) }
 	r.Method(http.MethodGet, "/", signedIn(admin.HandleOverviewPage(c, st, health, deps.Cleanup)))

@@ -40,6 +40,8 @@ type Config struct {
 	ConsoleIdleTimeout time.Duration
 
 	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
+	ReportRate        Rate           // abuse reports per client; the zero Rate turns the limit off
+	ReportRetention   time.Duration  // reports' contact addresses are kept this long (the form says so)
 	DeleteFailureRate Rate           // wrong-token deletes per client; the zero Rate turns the limit off
 	AdminFailureRate  Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
 	RateKeyPrefix     string         // prefix of the rate limits' Redis keys
@@ -113,14 +115,15 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	return routes(cfg, deps, &server{
 		site: st,
 		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
-			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
+			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders,
+			ReportRetention: cfg.ReportRetention}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
 		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
 			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed, Spam: spam,
 		}, deps.Now, deps.Logger),
 		spam:   spam,
 		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
-		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
+		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover, reporter: paste.NewReporter(deps.Store), cases: paste.NewCases(deps.Store, remover),
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
 		limits:  lim, auth: auth,
 	})
@@ -137,6 +140,8 @@ type server struct {
 	reps     *representation.Server // the codings and ranges the bytes are sent in
 	consumer *paste.Consumer
 	remover  *paste.Remover
+	reporter *paste.Reporter
+	cases    *paste.Cases
 	deleter  *limitedDelete
 	limits   *limits
 	auth     *adminAuth

@@ -72,6 +72,10 @@ func answer(err error) *Problem {
 		return unconfirmedProblem(unconfirmed)
 	case errors.As(err, &gone):
 		return goneProblem(gone.Reason)
+	case errors.Is(err, paste.ErrDetailsTooLong):
+		return ReportTooLarge.WithDetail("A report's details are at most " + strconv.Itoa(paste.MaxReportDetails) + " bytes.")
+	case errors.Is(err, paste.ErrNoReport):
+		return ReportNotFound.WithDetail("No report has this receipt.")
 	case errors.Is(err, store.ErrBlocked):
 		return ContentBlocked.WithDetail("This content is blocked by the operators of this service; nothing was stored.")
 	case errors.Is(err, store.ErrContentUnknown):

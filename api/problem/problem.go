@@ -92,6 +92,12 @@ var (
 	CrossSite      = &Problem{Status: http.StatusForbidden, Name: "cross-site-request", Title: "Cross-site request refused"}
 )
 
+// The problems of abuse reports.
+var (
+	ReportNotFound = &Problem{Status: http.StatusNotFound, Name: "report-not-found", Title: "No such report"}
+	ReportTooLarge = &Problem{Status: http.StatusRequestEntityTooLarge, Name: "report-too-large", Title: "Report too large"}
+)
+
 // all lists every problem, for the /problems pages.
 var all = []*Problem{
 	NotFound, Gone, BurnAfterReading, ViewLimited, Forbidden, Unauthorized, WrongAdminToken, TooLarge, Empty, BadExpiry,
@@ -99,4 +105,5 @@ var all = []*Problem{
 	RouteNotFound, MethodNotAllowed, Internal, AdminDisabled, CleanupDisabled, RunNotFound,
 	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented, RangeUnsatisfied,
 	TakenDown, LegalTakedown, ContentBlocked, ContentUnknown, SignInRequired, CrossSite, NotEditable,
+	ReportNotFound, ReportTooLarge,
 }

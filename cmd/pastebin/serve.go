@@ -56,6 +56,7 @@ type serveConfig struct {
 // server's timeouts and header size, which keep a slow client from holding a connection.
 type limitsConfig struct {
 	createRate        rate
+	reportRate        rate
 	deleteFailureRate rate
 	adminFailureRate  rate
 	spamThreshold     rate
@@ -75,7 +76,7 @@ type limitsConfig struct {
 // register adds the limits' flags, with their defaults in c.
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
-		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
+		createRate: rate{Requests: 120, Window: time.Minute}, reportRate: rate{Requests: 20, Window: time.Hour}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
 		adminFailureRate: rate{Requests: 10, Window: time.Minute}, spamThreshold: rate{Requests: 20, Window: 10 * time.Minute},
 		clientIPHeader: "X-Forwarded-For",
 		maxUploads:     16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
@@ -83,6 +84,7 @@ func (c *limitsConfig) register(fs *flag.FlagSet) {
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
+	fs.Var(&c.reportRate, "rate-report", `abuse reports filed per client (form and API together), such as 20/1h; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.spamThreshold, "spam-threshold", `when a content is hot for the spam signal: distinct clients that created it within a window, such as 20/10m; "off" for no signal`)
@@ -207,6 +209,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
+		ReportRate: api.Rate(cfg.limits.reportRate), ReportRetention: time.Duration(cfg.expiry.reportRetention),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
