@@ -99,6 +99,7 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 	r.Method(http.MethodPost, "/blocked", either(admin.ForConsole,
 		signedIn(admin.HandleBlockForm(c, st, s.remover)), bearer(admin.HandleBlock(log, s.remover, by))))
 	r.Method(http.MethodGet, "/audit", either(admin.ForConsole, signedIn(admin.HandleAuditPage(c, st)), bearer(admin.HandleAudit(log, st))))
+	keyRoutes(r, cfg, deps, s)
 
 	health := func(ctx context.Context) map[string]string { return checkReadiness(ctx, readinessChecks(deps)) }
 	r.Method(http.MethodGet, "/", signedIn(admin.HandleOverviewPage(c, st, health, deps.Cleanup)))
@@ -111,6 +112,26 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 	r.Method(http.MethodGet, "/takedown", signedIn(admin.HandleTakedownPage(c)))
 	r.Method(http.MethodPost, "/takedown", signedIn(admin.HandleTakedownForm(c, s.remover)))
 	r.Method(http.MethodPost, "/blocked/{hash}/unblock", signedIn(admin.HandleUnblockForm(c, st)))
+}
+
+// keyRoutes are /admin/keys: operators mint, list and revoke creator keys, list a key's pastes and
+// take them all down, in the JSON API (bearer) and the console (signedIn) alike.
+func keyRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
+	bearer, c, signedIn := s.auth.requireAdmin, s.console, s.console.SignedIn
+	by, log, st, keys := store.TokenActor(cfg.AdminTokenHash, store.ViaAPI), deps.Logger, deps.Store, s.keys
+	rate := func(v string) (string, error) {
+		r, err := ParseRate(v)
+		return r.String(), err
+	}
+	r.Method(http.MethodGet, "/keys", either(admin.ForConsole, signedIn(admin.HandleKeysPage(c, st)), bearer(admin.HandleKeyList(log, st))))
+	r.Method(http.MethodPost, "/keys", either(admin.ForConsole,
+		signedIn(admin.HandleKeyMintForm(c, st, keys, rate)), bearer(admin.HandleKeyCreate(log, keys, rate, by))))
+	r.With(bearer).Method(http.MethodDelete, "/keys/{id}", admin.HandleKeyRevoke(log, keys, by))
+	r.Method(http.MethodPost, "/keys/{id}/revoke", signedIn(admin.HandleKeyRevokeForm(c, st, keys)))
+	r.Method(http.MethodPost, "/keys/{id}/takedown", either(admin.ForConsole,
+		signedIn(admin.HandleKeyTakedownForm(c, st, keys)), bearer(admin.HandleKeyTakedown(log, keys, by))))
+	r.Method(http.MethodGet, "/keys/{id}/pastes", either(admin.ForConsole,
+		signedIn(admin.HandleKeyPage(c, st)), bearer(admin.HandleKeyPastes(log, st))))
 }
 
 // refuseFunc answers 405 with an Allow header naming the other methods the path has.

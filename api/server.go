@@ -58,6 +58,9 @@ type Config struct {
 	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
 	// Uncompressed stores new content as it is; else compressed when that makes it smaller.
 	Uncompressed bool
+	// CreateAccess says who may create: anyone (paste.AccessOpen, or ""), or only the holders of a
+	// creator key (paste.AccessKeys).
+	CreateAccess paste.CreateAccess
 	// DecodedCacheBytes is memory for the original bytes and gzip of compressed pastes, made for
 	// clients that take no zstd, in this process; 0: none.
 	DecodedCacheBytes int64
@@ -104,16 +107,20 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache, cd,
 		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
-	lim := newLimits(cfg, deps)
+	keys := paste.NewKeys(deps.Store, remover, deps.Now)
+	lim := newLimits(cfg, deps, keys)
 	auth := newAdminAuth(cfg, deps, lim)
 	return routes(cfg, deps, &server{
 		site: st,
 		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
-			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
+			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders,
+			AskCreatorKey: cfg.CreateAccess == paste.AccessKeys}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
 		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
 			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed,
+			Access: cfg.CreateAccess, Keys: keys,
 		}, deps.Now, deps.Logger),
+		keys:   keys,
 		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
 		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
@@ -132,6 +139,7 @@ type server struct {
 	reps     *representation.Server // the codings and ranges the bytes are sent in
 	consumer *paste.Consumer
 	remover  *paste.Remover
+	keys     *paste.Keys
 	deleter  *limitedDelete
 	limits   *limits
 	auth     *adminAuth

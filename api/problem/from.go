@@ -52,6 +52,7 @@ func answer(err error) *Problem {
 	var invalid *paste.InvalidError
 	var unconfirmed *paste.UnconfirmedError
 	var byPost *paste.ReadByPostError
+	var badKey *paste.CreatorKeyError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -69,6 +70,8 @@ func answer(err error) *Problem {
 		return unconfirmedProblem(unconfirmed)
 	case errors.As(err, &gone):
 		return goneProblem(gone.Reason)
+	case errors.As(err, &badKey):
+		return CreatorKeyRequired.WithDetail(badKey.Detail)
 	case errors.Is(err, store.ErrBlocked):
 		return ContentBlocked.WithDetail("This content is blocked by the operators of this service; nothing was stored.")
 	case errors.Is(err, store.ErrContentUnknown):
