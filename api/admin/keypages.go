@@ -86,11 +86,11 @@ func HandleKeyRevokeForm(c *Console, s *store.Store, keys *paste.Keys) http.Hand
 
 type keyView struct {
 	view
-	Key          store.CreatorKey
-	Pastes       []store.KeyPaste
-	Next         string // the next page's cursor
-	Reason       string
-	Legal, Revok bool
+	Key           store.CreatorKey
+	Pastes        []store.KeyPaste
+	Next          string // the next page's cursor
+	Reason        string
+	Legal, Revoke bool
 }
 
 func (c *Console) renderKey(w http.ResponseWriter, r *http.Request, s *store.Store, status int, id int64, v keyView) {
@@ -112,7 +112,7 @@ func HandleKeyPage(c *Console, s *store.Store) http.Handler {
 			c.site.ErrorPage(w, r, p)
 			return
 		}
-		c.renderKey(w, r, s, http.StatusOK, id, keyView{view: c.view(r, "keys"), Revok: true})
+		c.renderKey(w, r, s, http.StatusOK, id, keyView{view: c.view(r, "keys"), Revoke: true})
 	})
 }
 
@@ -126,13 +126,13 @@ func HandleKeyTakedownForm(c *Console, s *store.Store, keys *paste.Keys) http.Ha
 			return
 		}
 		v := keyView{view: c.view(r, "keys"), Reason: r.PostFormValue("reason"), Legal: r.PostFormValue("legal") != "",
-			Revok: r.PostFormValue("revoke") != ""}
+			Revoke: r.PostFormValue("revoke") != ""}
 		if p := checkReason(v.Reason); p != nil {
 			v.Error = p.Detail
 			c.renderKey(w, r, s, p.Status, id, v)
 			return
 		}
-		res, err := keys.TakeDown(r.Context(), store.KeyTakedown{ID: id, Reason: v.Reason, Legal: v.Legal, Revoke: v.Revok}, sessionOf(r).actor)
+		res, err := keys.TakeDown(r.Context(), store.KeyTakedown{ID: id, Reason: v.Reason, Legal: v.Legal, Revoke: v.Revoke}, sessionOf(r).actor)
 		if err != nil {
 			c.failed(w, r, keyError(err))
 			return
