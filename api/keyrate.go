@@ -20,6 +20,7 @@ var defaultKeyRate = Rate{Requests: 120, Window: time.Minute}
 // cache.Limiter, as the clients' rates are), instead of against its client's address.
 type keyRate struct {
 	keys    *paste.Keys
+	access  paste.CreateAccess
 	limiter *cache.Limiter
 }
 
@@ -29,8 +30,8 @@ type keyRate struct {
 // address's rate counts, and the create itself answers for the key (the form asks for it again).
 func (k *keyRate) guard(w http.ResponseWriter, r *http.Request, l *limits, writeError func(http.ResponseWriter, *http.Request, error), next http.Handler) bool {
 	secret, fromHeader := request.CreatorKey(r)
-	if secret == "" || k == nil {
-		return false
+	if secret == "" || k.access != paste.AccessKeys && !paste.IsCreatorKey(secret) {
+		return false // an open instance ignores bearer tokens that are no creator keys (paste.Creator)
 	}
 	key, err := k.keys.Check(r.Context(), secret)
 	if err != nil && !fromHeader {

@@ -82,6 +82,9 @@ func (e *env) createRequests(content string, headers ...string) map[string]*http
 func TestCreatorKeyOnEveryCreateRoute(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withAdmin(adminToken, 1), withKeys())
+	if r := e.get("/"); !strings.Contains(r.text(), "Authorization: Bearer <creator key>") {
+		t.Errorf("the usage text does not say how to send a creator key:\n%s", r.body)
+	}
 	k, revoked := e.mintKey("ci", ""), e.mintKey("gone", "")
 	e.revokeKey(revoked.ID)
 	before := e.writes()
@@ -136,7 +139,8 @@ func (e *env) createWith(content string, headers []string) created {
 }
 
 // TestCreatorKeyOnOpenInstance: an open instance creates without a key as before, records a key
-// sent, and refuses an unknown or revoked one (401) rather than create without it.
+// sent, refuses an unknown or revoked one (401) rather than create without it, and ignores a bearer
+// token that is no creator key (pbk_...), as it did before keys.
 func TestCreatorKeyOnOpenInstance(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withAdmin(adminToken, 1))
@@ -146,6 +150,7 @@ func TestCreatorKeyOnOpenInstance(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM pastes WHERE creator_key_id IS NULL`); n != 1 {
 		t.Errorf("%d pastes without a key, want 1", n)
 	}
+	e.createWith("a bearer token that is no creator key is ignored here", bearer("an owner token"))
 	e.revokeKey(k.ID)
 	if r := e.do(e.request(http.MethodPost, "/", strings.NewReader("x"), bearer(k.Key)...)); r.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a revoked key on an open instance: %d", r.StatusCode)

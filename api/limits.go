@@ -35,7 +35,7 @@ func newLimits(cfg Config, deps Deps, keys *paste.Keys) *limits {
 			Help: "Requests refused by a limit: create_rate, key_create_rate, delete_failures, admin_failures, uploads, client_uploads, upload_rate.",
 		}, []string{"limit"}),
 		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient, cfg.MinUploadRate),
-		keys:    &keyRate{keys: keys, limiter: cache.NewLimiter("create-key", deps.RateRedis, cfg.RateKeyPrefix, deps.Logger)},
+		keys:    &keyRate{keys: keys, access: cfg.CreateAccess, limiter: cache.NewLimiter("create-key", deps.RateRedis, cfg.RateKeyPrefix, deps.Logger)},
 	}
 	for _, limit := range []string{"create_rate", "key_create_rate", "delete_failures", "admin_failures", "uploads", "client_uploads", "upload_rate"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a

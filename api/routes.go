@@ -58,7 +58,7 @@ func routes(cfg Config, deps Deps, s *server) http.Handler {
 // paste's page, text and metadata, its consuming POST and its deletes, and haste-server's API
 // (haste.go). Where a browser and curl share an address, byAccept or either tells them apart.
 func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refuse refuseFunc) {
-	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry)))
+	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry, cfg.CreateAccess)))
 	r.Method(http.MethodGet, "/mine", web.HandleMine(s.pages))
 	creates := r.With(s.limits.guardCreate(s.site.Error)) // per-client rate, then a bounded upload slot
 	createCurl := handlePasteCreateCurl(s.site, s.creator, cfg.MaxPasteBytes)

@@ -56,6 +56,9 @@ var (
 // KeyPrefix begins every creator key, so that one found in a log or a repository is recognized.
 const KeyPrefix = "pbk_"
 
+// IsCreatorKey reports whether secret has the form of a creator key, whether or not it is one.
+func IsCreatorKey(secret string) bool { return strings.HasPrefix(secret, KeyPrefix) }
+
 // KeyCacheTTL is how long a replica trusts what it read of a key: a revocation made elsewhere
 // holds here within this, plus one query (docs/design.md, "Creator keys"). The replica that revokes
 // drops its entry at once. A create's own transaction checks the key again in any case (the cache
@@ -99,7 +102,7 @@ func NewKeys(s *store.Store, rm *Remover, now func() time.Time) *Keys {
 // the SHA-256 of the secret is looked up and kept; it is compared with the stored one in constant
 // time.
 func (k *Keys) Check(ctx context.Context, secret string) (ActiveKey, error) {
-	if !strings.HasPrefix(secret, KeyPrefix) || len(secret) > 200 {
+	if !IsCreatorKey(secret) || len(secret) > 200 {
 		return ActiveKey{}, errKeyInvalid
 	}
 	hash := sha256.Sum256([]byte(secret))
