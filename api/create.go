@@ -35,6 +35,7 @@ func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyByte
 			return
 		}
 		in, err := decode(r, maxBytes)
+		in.CreatorKey, _ = request.CreatorKey(r)
 		var idem paste.IdempotencyKey
 		if err == nil {
 			idem, err = readIdempotencyKey(r)

@@ -10,6 +10,7 @@ import (
 
 	"pastebin/api/problem"
 	"pastebin/api/request"
+	"pastebin/cache"
 	"pastebin/paste"
 )
 
@@ -18,24 +19,26 @@ import (
 type limits struct {
 	creates  *clientRate     // nil when off
 	reports  *clientRate     // nil when off
+	keys     *keyRate        // creates with a creator key count against the key's rate
 	failures *failureLimiter // nil when off
 	uploads  *uploadSlots    // a pass-through when neither bound is set
 	inFlight prometheus.Gauge
 	refused  *prometheus.CounterVec
 }
 
-func newLimits(cfg Config, deps Deps) *limits {
+func newLimits(cfg Config, deps Deps, keys *paste.Keys) *limits {
 	l := &limits{
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pastebin_uploads_in_flight", Help: "Creates reading or storing a body now.",
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pastebin_requests_refused_total",
-			Help: "Requests refused by a limit: create_rate, report_rate, delete_failures, admin_failures, uploads, client_uploads, upload_rate.",
+			Help: "Requests refused by a limit: create_rate, key_create_rate, report_rate, delete_failures, admin_failures, uploads, client_uploads, upload_rate.",
 		}, []string{"limit"}),
 		uploads: newUploadSlots(cfg.MaxConcurrentUploads, cfg.MaxUploadsPerClient, cfg.MinUploadRate),
+		keys:    &keyRate{keys: keys, access: cfg.CreateAccess, limiter: cache.NewLimiter("create-key", deps.RateRedis, cfg.RateKeyPrefix, deps.Logger)},
 	}
-	for _, limit := range []string{"create_rate", "report_rate", "delete_failures", "admin_failures", "uploads", "client_uploads", "upload_rate"} {
+	for _, limit := range []string{"create_rate", "key_create_rate", "report_rate", "delete_failures", "admin_failures", "uploads", "client_uploads", "upload_rate"} {
 		// Every series from the start: an alert on increase() misses the first refusal of a
 		// series that appears at 1.
 		l.refused.WithLabelValues(limit)
@@ -62,9 +65,16 @@ func (l *limits) guardCreate(writeError func(http.ResponseWriter, *http.Request,
 }
 
 // limitCreates refuses a client's creates past the create rate, before it takes an upload slot or
-// sends a byte of its body. Every create's answer tells the client its allowance.
+// sends a byte of its body; a create with a creator key counts against the key's rate instead
+// (keyRate). Every create's answer tells the client its allowance.
 func (l *limits) limitCreates(writeError func(http.ResponseWriter, *http.Request, error), next http.Handler) http.Handler {
-	return l.limitRate(l.creates, "create_rate", "pastes created", writeError, next)
+	byClient := l.limitRate(l.creates, "create_rate", "pastes created", writeError, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.keys.guard(w, r, l, writeError, next) {
+			return
+		}
+		byClient.ServeHTTP(w, r)
+	})
 }
 
 // limitReports refuses a client's reports past the report rate, before its body is read.

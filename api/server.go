@@ -63,6 +63,9 @@ type Config struct {
 	// SpamThreshold is when a content is hot: so many distinct clients created it within a window
 	// (docs/design.md, "Spam signal"). The zero value turns the spam signal off.
 	SpamThreshold paste.SpamThreshold
+	// CreateAccess says who may create: anyone (paste.AccessOpen, or ""), or only the holders of a
+	// creator key (paste.AccessKeys).
+	CreateAccess paste.CreateAccess
 	// DecodedCacheBytes is memory for the original bytes and gzip of compressed pastes, made for
 	// clients that take no zstd, in this process; 0: none.
 	DecodedCacheBytes int64
@@ -109,19 +112,22 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache, cd,
 		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
-	lim := newLimits(cfg, deps)
+	keys := paste.NewKeys(deps.Store, remover, deps.Now)
+	lim := newLimits(cfg, deps, keys)
 	spam := paste.NewSpam(deps.Cache, deps.Store, cfg.SpamThreshold, deps.Registry, deps.Logger)
 	auth := newAdminAuth(cfg, deps, lim)
 	return routes(cfg, deps, &server{
 		site: st,
 		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
 			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders,
-			ReportRetention: cfg.ReportRetention}, deps.Now, deps.Registry),
+			ReportRetention: cfg.ReportRetention, AskCreatorKey: cfg.CreateAccess == paste.AccessKeys}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
 		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
 			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed, Spam: spam,
+			Access: cfg.CreateAccess, Keys: keys,
 		}, deps.Now, deps.Logger),
 		spam:   spam,
+		keys:   keys,
 		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
 		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover, reporter: paste.NewReporter(deps.Store), cases: paste.NewCases(deps.Store, remover),
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
@@ -142,6 +148,7 @@ type server struct {
 	remover  *paste.Remover
 	reporter *paste.Reporter
 	cases    *paste.Cases
+	keys     *paste.Keys
 	deleter  *limitedDelete
 	limits   *limits
 	auth     *adminAuth

@@ -73,6 +73,7 @@ type NewPaste struct {
 	Encryption     string    // the format of encrypted content; "" for plain text
 	ExpiresAt      time.Time // zero: never expires
 	Idempotency    *Idempotency
+	CreatorKeyID   int64 // the creator key that creates it (checked in the transaction, guardKey); 0 for none
 }
 
 // GoneError says why a paste is no longer served. It matches ErrGone.
@@ -150,6 +151,11 @@ func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pg
 		ExpiresAt: p.ExpiresAt,
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if p.CreatorKeyID != 0 {
+			if err := guardKey(ctx, tx, p.CreatorKeyID); err != nil {
+				return err
+			}
+		}
 		if err := guardBlocked(ctx, tx, p.ContentHash); err != nil {
 			return err
 		}
@@ -186,6 +192,10 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 	if p.Encryption != "" {
 		encryption = &p.Encryption
 	}
+	var creatorKey *int64
+	if p.CreatorKeyID != 0 {
+		creatorKey = &p.CreatorKeyID
+	}
 	for attempt := 0; attempt < 8; attempt++ {
 		code, err := newShortCode()
 		if err != nil {
@@ -194,13 +204,13 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 		var createdAt time.Time
 		err = tx.QueryRow(ctx, `
 			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
-			                    burn_after_read, max_views, views_left, expires_at, encryption)
+			                    burn_after_read, max_views, views_left, expires_at, encryption, creator_key_id)
 			SELECT $1::text, $2::bytea, $3::bytea, $4::text, $5::text, $6::text, $7::integer IS NOT NULL, $7::integer, $7::integer,
-			       $8::timestamptz, $9::text
+			       $8::timestamptz, $9::text, $10::bigint
 			WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE short_code = $1)
 			ON CONFLICT (short_code) DO NOTHING
 			RETURNING created_at`,
-			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires, encryption,
+			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires, encryption, creatorKey,
 		).Scan(&createdAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // the code is taken: draw another

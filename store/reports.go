@@ -85,20 +85,19 @@ func (s *Store) ReportStatus(ctx context.Context, receiptHash []byte) (ReportSta
 	return st, nil
 }
 
-// closeReportsSQL closes the open reports of one paste ($3) or of one content ($4), whichever is
+// closeReportsSQL closes the open reports of some pastes ($3) or of one content ($4), whichever is
 // given, in the transaction of the action that closes them.
 const closeReportsSQL = `
 	UPDATE reports SET state = $1, changed_at = now(), closed_by = $2, closed_action = $5
-	WHERE state = 'open' AND (short_code = $3 OR content_hash = $4)`
+	WHERE state = 'open' AND (short_code = ANY ($3::text[]) OR content_hash = $4)`
 
-// closeReports closes the open reports of the paste code, or with hash not nil of the content, as
+// closeReports closes the open reports of the pastes codes, or with hash not nil of the content, as
 // state, by the action named action. It answers how many it closed.
-func closeReports(ctx context.Context, tx pgx.Tx, state, action string, by Actor, code string, hash []byte) (int64, error) {
-	var byCode *string
-	if hash == nil {
-		byCode = &code
+func closeReports(ctx context.Context, tx pgx.Tx, state, action string, by Actor, codes []string, hash []byte) (int64, error) {
+	if hash != nil {
+		codes = nil
 	}
-	tag, err := tx.Exec(ctx, closeReportsSQL, state, by.Name, byCode, hash, action)
+	tag, err := tx.Exec(ctx, closeReportsSQL, state, by.Name, codes, hash, action)
 	if err != nil {
 		return 0, fmt.Errorf("close reports: %w", err)
 	}
@@ -111,7 +110,7 @@ func (s *Store) Dismiss(ctx context.Context, hash []byte, reason string, by Acto
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if n, err = closeReports(ctx, tx, ReportDismissed, ActionDismiss, by, "", hash); err != nil {
+		if n, err = closeReports(ctx, tx, ReportDismissed, ActionDismiss, by, nil, hash); err != nil {
 			return err
 		}
 		return record(ctx, tx, AuditRecord{Actor: by, Action: ActionDismiss, ContentHash: hash, Reason: reason,

@@ -91,9 +91,9 @@ func (s *Store) TakeDown(ctx context.Context, t Takedown, by Actor) (TakedownRes
 // with a block every report of its content.
 func closeTakedownReports(ctx context.Context, tx pgx.Tx, t Takedown, hash []byte, by Actor) (int64, error) {
 	if t.Block {
-		return closeReports(ctx, tx, ReportActioned, ActionBlock, by, "", hash)
+		return closeReports(ctx, tx, ReportActioned, ActionBlock, by, nil, hash)
 	}
-	return closeReports(ctx, tx, ReportActioned, TakedownReason(t.Legal), by, t.Code, nil)
+	return closeReports(ctx, tx, ReportActioned, TakedownReason(t.Legal), by, []string{t.Code}, nil)
 }
 
 func takeDownAndBlock(ctx context.Context, tx pgx.Tx, t Takedown, by Actor) (TakedownResult, error) {
@@ -168,7 +168,7 @@ func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, erro
 			return err
 		}
 		if b.TakeDown { // a block alone leaves the reported pastes up: their reports stay open
-			if res.ReportsClosed, err = closeReports(ctx, tx, ReportActioned, ActionBlock, by, "", b.ContentHash); err != nil {
+			if res.ReportsClosed, err = closeReports(ctx, tx, ReportActioned, ActionBlock, by, nil, b.ContentHash); err != nil {
 				return err
 			}
 		}

@@ -55,6 +55,7 @@ func answer(err error) *Problem {
 	var invalid *paste.InvalidError
 	var unconfirmed *paste.UnconfirmedError
 	var byPost *paste.ReadByPostError
+	var badKey *paste.CreatorKeyError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -76,6 +77,8 @@ func answer(err error) *Problem {
 		return ReportTooLarge.WithDetail("A report's details are at most " + strconv.Itoa(paste.MaxReportDetails) + " bytes.")
 	case errors.Is(err, paste.ErrNoReport):
 		return ReportNotFound.WithDetail("No report has this receipt.")
+	case errors.As(err, &badKey):
+		return CreatorKeyRequired.WithDetail(badKey.Detail)
 	case errors.Is(err, store.ErrBlocked):
 		return ContentBlocked.WithDetail("This content is blocked by the operators of this service; nothing was stored.")
 	case errors.Is(err, store.ErrContentUnknown):

@@ -35,6 +35,9 @@ type Config struct {
 	RenderCacheBytes     int64         // paste pages' rendered content kept in memory; 0: none
 	MaxConcurrentRenders int           // paste contents rendered at once; 0: half the processors, at least one
 	ReportRetention      time.Duration // how long a report's contact address is kept, as the report form says
+	// AskCreatorKey: only holders of a creator key create here, so the form asks for one until the
+	// browser keeps it (request.CreatorKeyCookie).
+	AskCreatorKey bool
 }
 
 // Pages draws the public pages.
@@ -47,6 +50,7 @@ type Pages struct {
 	renders  *renderer
 	expiries []expiryChoice
 	maxBytes int64
+	askKey   bool
 	now      func() time.Time
 
 	reportRetention time.Duration
@@ -59,7 +63,7 @@ func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registe
 		site: st, index: st.Parse(templateFS, "templates/index.html"), paste: st.Parse(templateFS, "templates/paste.html"),
 		mine: st.Parse(templateFS, "templates/mine.html"), report: st.Parse(templateFS, "templates/report.html"),
 		renders: newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, reg), expiries: expiryChoices(cfg.Expiry),
-		maxBytes: cfg.MaxPasteBytes, now: now, reportRetention: cfg.ReportRetention,
+		maxBytes: cfg.MaxPasteBytes, askKey: cfg.AskCreatorKey, now: now, reportRetention: cfg.ReportRetention,
 	}
 }
 

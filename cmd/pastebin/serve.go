@@ -45,6 +45,7 @@ type serveConfig struct {
 	renderCache     byteSize
 	decodedCache    byteSize
 	dedupTiming     string
+	createAccess    string
 	compression     string
 	migrate         bool
 	shutdownTimeout duration
@@ -113,6 +114,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 	if _, err := paste.ParseDedupTiming(c.dedupTiming); err != nil {
 		return c, err
 	}
+	if _, err := paste.ParseCreateAccess(c.createAccess); err != nil {
+		return c, err
+	}
 	if c.compression != "zstd" && c.compression != "off" {
 		return c, fmt.Errorf("compression %q: want zstd or off", c.compression)
 	}
@@ -153,6 +157,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
 	fs.Var(&c.decodedCache, "decoded-cache-size", "memory for the original bytes and gzip of compressed pastes, made for clients that take no zstd, in this process; 0: none")
 	fs.StringVar(&c.compression, "compression", "zstd", `how new content is stored in S3: "zstd" (compressed when that makes it smaller) or "off" (as it is); reads serve either`)
+	fs.StringVar(&c.createAccess, "create-access", string(paste.AccessOpen), `who may create: "open" (anyone) or "keys" (only holders of a creator key, sent as Authorization: Bearer)`)
 	fs.StringVar(&c.dedupTiming, "dedup-timing", string(paste.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
@@ -219,6 +224,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
 		DedupTiming: paste.DedupTiming(cfg.dedupTiming), Uncompressed: cfg.compression == "off",
+		CreateAccess:      paste.CreateAccess(cfg.createAccess),
 		DecodedCacheBytes: int64(cfg.decodedCache),
 		SpamThreshold:     paste.SpamThreshold{Clients: cfg.limits.spamThreshold.Requests, Window: cfg.limits.spamThreshold.Window},
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
