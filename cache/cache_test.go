@@ -117,7 +117,8 @@ func TestCallerGivingUpIsNoOutage(t *testing.T) {
 
 // TestEntryFromBeforeEncryption: an entry a replica wrote before encrypted pastes existed (version
 // 2, before compression, or 3) is a miss: the paste may be an encrypted one, whose entry would say
-// nothing of its format, and its readers would take the ciphertext for the text.
+// nothing of its format, and its readers would take the ciphertext for the text. So is one with a
+// JSON header (version 4, whose header would say it), which the binary header replaced.
 func TestEntryFromBeforeEncryption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -132,7 +133,7 @@ func TestEntryFromBeforeEncryption(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	header := fmt.Sprintf(`{"code":"oldentry123","hash":"AQI=","key":"blobs/01/x","size":2,"created":%q,"expires":%q,"srv":%q}`,
 		now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), runID)
-	for _, version := range []byte{2, 3} {
+	for _, version := range []byte{2, 3, 4} {
 		raw := append([]byte{version, 0, 0, 0, byte(len(header))}, header...)
 		raw = append(raw, "hi"...)
 		if err := rdb.Set(ctx, c.Key("oldentry123"), raw, time.Hour).Err(); err != nil {
