@@ -5,6 +5,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -34,6 +35,12 @@ type Paste struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // zero: never
 	Content    []byte    // nil when the paste is too big to cache
+	// Gzip is the gzip form of the original bytes, kept beside a compressed Content so that a reader
+	// that takes gzip but not zstd is answered without a transcode; GzipVersion names the
+	// transcoder that made it (codec.GzipVersion). Put writes it in a key of its own (gzipKey), read
+	// by GzipForm alone: Get never fetches its bytes.
+	Gzip        []byte
+	GzipVersion string
 	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
 	// before it read the database. An entry from another incarnation is not trusted.
 	Server string
@@ -90,6 +97,12 @@ func (c *Cache) Close() error { return c.rdb.Close() }
 // Key is the Redis key of a paste.
 func (c *Cache) Key(code string) string { return c.prefix + "paste:" + code }
 
+// gzipKey holds the gzip form of code's paste: its transcoder's version, a space, the form. It is
+// read only beside the paste's entry, and trusted only when the entry is a Hit, whose checks (the
+// marker of a delete, the expiry, the server) then hold for it too; a code names one paste for
+// far longer than the key lives (Put gives it the entry's time to live).
+func (c *Cache) gzipKey(code string) string { return c.Key(code) + ":gzip" }
+
 // Reachable reports whether Redis answered the last commands this process sent (no outage now).
 func (c *Cache) Reachable() bool { return !c.outage.failing.Load() }
 
@@ -140,6 +153,24 @@ func (c *Cache) Get(ctx context.Context, code string, now time.Time) Lookup {
 	return judgeExpiry(p, now, l)
 }
 
+// GzipForm returns the gzip form kept beside code's entry and the version of the transcoder that
+// made it, or nil. The caller trusts it only for a paste it found live in this cache (a Hit), whose
+// checks then hold for the form too.
+func (c *Cache) GzipForm(ctx context.Context, code string) ([]byte, string) {
+	v, err := c.rdb.Get(ctx, c.gzipKey(code)).Bytes()
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			c.note(ctx, err)
+		}
+		return nil, ""
+	}
+	version, form, ok := bytes.Cut(v, []byte(" "))
+	if !ok || len(form) == 0 {
+		return nil, ""
+	}
+	return form, string(version)
+}
+
 // judgeExpiry decides a trusted entry by its expiry: well past it, Gone; near it, by SkewMargin
 // either way, a Miss the database decides; before it, a Hit.
 func judgeExpiry(p Paste, now time.Time, miss Lookup) Lookup {
@@ -180,7 +211,12 @@ func (c *Cache) Put(ctx context.Context, l Lookup, p Paste, ttl time.Duration, n
 		c.logger.ErrorContext(ctx, "cache entry not encodable", "err", err)
 		return
 	}
-	c.note(ctx, putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Err())
+	put, err := putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Int()
+	if err == nil && put == 1 && p.Gzip != nil && p.GzipVersion != "" {
+		form := append(append(make([]byte, 0, len(p.GzipVersion)+1+len(p.Gzip)), p.GzipVersion+" "...), p.Gzip...)
+		err = c.rdb.Set(ctx, c.gzipKey(p.Code), form, ttl).Err()
+	}
+	c.note(ctx, err)
 }
 
 // markGoneFor is how long MarkGone keeps trying. A failure is this client's view of Redis, not
@@ -210,6 +246,7 @@ func (c *Cache) MarkAllGone(ctx context.Context, codes []string, reason string) 
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, code := range codes {
 				p.Set(ctx, c.Key(code), value, goneTTL)
+				p.Del(ctx, c.gzipKey(code)) // never read without the entry; dropped for the memory
 			}
 			return nil
 		})
@@ -233,6 +270,7 @@ func (c *Cache) Forget(ctx context.Context, codes []string) error {
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, code := range codes {
 			p.Del(ctx, c.Key(code))
+			p.Del(ctx, c.gzipKey(code)) // a key of its own: on a cluster, maybe another slot
 		}
 		return nil
 	})
