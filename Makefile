@@ -41,8 +41,8 @@ test: lint
 	scripts/with-services.sh test $(MAKE) --no-print-directory test-suites test-fuzz
 
 # The API tests that create, read, delete and burn pastes (view limits too), and the operators' actions (cleanup runs,
-# takedowns, blocks, the audit log, console sessions), run again through the pooler.
-POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestViewLimitCountsDown|TestViewLimitExactlyOnceAcrossReplicas|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient)$$
+# takedowns, blocks, the audit log, console sessions, abuse reports, creator keys and their races), run again through the pooler.
+POOLED_API_TESTS := ^(TestRefCountStory|TestDedupDoesNotShow|TestConcurrentCreateDelete|TestBurnAfterReadingRace|TestViewLimitCountsDown|TestViewLimitExactlyOnceAcrossReplicas|TestCreateRacesCleanupToZero|TestIdempotencyKey|TestIdempotencyKeyConcurrentRetries|TestCreateJSON|TestReadRoutes|TestExpiredBeforeCleanupFromDatabase|TestDeletedNeverServedFromCache|TestAdminCleanupRun|TestTakedownAnswersReaders|TestTakedownRefusals|TestBlockedContentRefusedOnEveryCreateRoute|TestBlockRequests|TestAuditLogPages|TestConsoleSession|TestConsoleSessionIdleTimeout|TestUnblockNeedsAReason|TestIdempotencyKeyBoundToClient|TestReportAPI|TestAdminReports|TestCreatorKeyOnEveryCreateRoute|TestCreatorKeyRevocationRace|TestCreatorKeyTakedownUnderCreates|TestCreatorKeyAdminAPI)$$
 
 # With the test services up (make test starts them): the service's tests and the tools module's
 # (tools/: the 30-second chaos soak, and deploycheck, which builds the image and runs it) at the

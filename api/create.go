@@ -35,12 +35,14 @@ func handlePasteCreate(st *site.Site, creator *paste.Creator, maxBytes, bodyByte
 			return
 		}
 		in, err := decode(r, maxBytes)
+		in.CreatorKey, _ = request.CreatorKey(r)
 		var idem paste.IdempotencyKey
 		if err == nil {
 			idem, err = readIdempotencyKey(r)
 		}
 		var c paste.Created
 		if err == nil {
+			in.Client = request.ClientKey(r.Context()) // for the spam signal
 			c, err = creator.Create(r.Context(), in, idem)
 		}
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"pastebin/api/problem"
 	"pastebin/api/request"
@@ -88,6 +89,8 @@ func readWebMultipart(r *http.Request, boundary string, max int64, in *paste.Inp
 			file, err = readWebFile(part, max, opts)
 		case "content":
 			err = readWebText(part, max, in)
+		case "creator_key":
+			in.CreatorKey, err = readWebKey(part)
 		default:
 			err = readWebField(part, name, opts)
 		}
@@ -138,6 +141,18 @@ func readWebField(part *multipart.Part, name string, opts map[string]string) err
 	return nil
 }
 
+// readWebKey reads the form's creator key field; empty when the browser keeps the key already.
+func readWebKey(part *multipart.Part) (string, error) {
+	v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
+	if err != nil {
+		return "", asMultipartError(err)
+	}
+	if len(v) > maxFieldBytes {
+		return "", problem.BadRequest.WithDetail("The creator key field is too long.")
+	}
+	return strings.TrimSpace(string(v)), nil
+}
+
 func readWebURLEncoded(r *http.Request, max int64, in *paste.Input, opts map[string]string) error {
 	if err := r.ParseForm(); err != nil {
 		if isBodyFault(err) {
@@ -150,6 +165,7 @@ func readWebURLEncoded(r *http.Request, max int64, in *paste.Input, opts map[str
 		return &http.MaxBytesError{Limit: max}
 	}
 	setText(in, []byte(form.Get("content")))
+	in.CreatorKey = strings.TrimSpace(form.Get("creator_key"))
 	copyFields(form, opts)
 	return nil
 }

@@ -58,7 +58,7 @@ func routes(cfg Config, deps Deps, s *server) http.Handler {
 // paste's page, text and metadata, its consuming POST and its deletes, and haste-server's API
 // (haste.go). Where a browser and curl share an address, byAccept or either tells them apart.
 func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refuse refuseFunc) {
-	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry)))
+	r.Method(http.MethodGet, "/", byAccept(web.HandleIndex(s.pages, s.reader), handleUsage(s.site, cfg.Expiry, cfg.CreateAccess)))
 	r.Method(http.MethodGet, "/mine", web.HandleMine(s.pages))
 	creates := r.With(s.limits.guardCreate(s.site.Error)) // per-client rate, then a bounded upload slot
 	createCurl := handlePasteCreateCurl(s.site, s.creator, cfg.MaxPasteBytes)
@@ -79,6 +79,17 @@ func pasteRoutes(r chi.Router, cfg Config, logger *slog.Logger, s *server, refus
 	r.Method(http.MethodDelete, "/{code}", handlePasteDelete(s.site, s.deleter))
 	r.Method(http.MethodPost, "/{code}/burn", handlePasteConsume(s.site, s.pages, s.consumer, s.reps, logger, refuse, alwaysPage))
 	r.Method(http.MethodPost, "/{code}/delete", web.HandleDelete(s.site, s.deleter))
+	reportRoutes(r, s)
+}
+
+// reportRoutes are the abuse reports' addresses: a paste page's report form, its JSON twin, and a
+// receipt's state. Filing a report counts against the client's report rate.
+func reportRoutes(r chi.Router, s *server) {
+	files := r.With(s.limits.limitReports(s.site.Error))
+	r.Method(http.MethodGet, "/{code}/report", web.HandleReportPage(s.pages, s.reader))
+	files.Method(http.MethodPost, "/{code}/report", web.HandleReport(s.pages, s.reporter))
+	files.Method(http.MethodPost, "/api/v1/pastes/{code}/reports", handleReportCreate(s.site, s.reporter))
+	r.Method(http.MethodGet, "/api/v1/reports/{id}", handleReportStatus(s.site, s.reporter))
 }
 
 // adminRoutes are /admin: the JSON admin API, where operators trigger and watch cleanup, take
@@ -98,7 +109,17 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 		signedIn(admin.HandleBlockedPage(c, st)), bearer(admin.HandleBlockedList(log, st))))
 	r.Method(http.MethodPost, "/blocked", either(admin.ForConsole,
 		signedIn(admin.HandleBlockForm(c, st, s.remover)), bearer(admin.HandleBlock(log, s.remover, by))))
+	r.Method(http.MethodGet, "/content/hot", either(admin.ForConsole,
+		signedIn(admin.HandleHotPage(c, s.spam)), bearer(admin.HandleHotList(log, s.spam))))
+	r.Method(http.MethodPost, "/content/hot", signedIn(admin.HandleHotBlockForm(c, s.spam, s.remover)))
 	r.Method(http.MethodGet, "/audit", either(admin.ForConsole, signedIn(admin.HandleAuditPage(c, st)), bearer(admin.HandleAudit(log, st))))
+	r.Method(http.MethodGet, "/reports", either(admin.ForConsole, signedIn(admin.HandleReportsPage(c, st)), bearer(admin.HandleReports(log, st))))
+	r.Method(http.MethodPost, "/reports/{hash}/takedown", either(admin.ForConsole,
+		signedIn(admin.HandleCaseTakedownForm(c, st, s.cases)), bearer(admin.HandleCaseTakedown(log, s.cases, by))))
+	r.Method(http.MethodPost, "/reports/{hash}/dismiss", either(admin.ForConsole,
+		signedIn(admin.HandleCaseDismissForm(c, st, s.cases)), bearer(admin.HandleCaseDismiss(log, s.cases, by))))
+	r.Method(http.MethodGet, "/pastes/{code}/preview", signedIn(admin.HandlePreviewPage(c, s.reader)))
+	keyRoutes(r, cfg, deps, s)
 
 	health := func(ctx context.Context) map[string]string { return checkReadiness(ctx, readinessChecks(deps)) }
 	r.Method(http.MethodGet, "/", signedIn(admin.HandleOverviewPage(c, st, health, deps.Cleanup)))
@@ -111,6 +132,26 @@ func adminRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
 	r.Method(http.MethodGet, "/takedown", signedIn(admin.HandleTakedownPage(c)))
 	r.Method(http.MethodPost, "/takedown", signedIn(admin.HandleTakedownForm(c, s.remover)))
 	r.Method(http.MethodPost, "/blocked/{hash}/unblock", signedIn(admin.HandleUnblockForm(c, st)))
+}
+
+// keyRoutes are /admin/keys: operators mint, list and revoke creator keys, list a key's pastes and
+// take them all down, in the JSON API (bearer) and the console (signedIn) alike.
+func keyRoutes(r chi.Router, cfg Config, deps Deps, s *server) {
+	bearer, c, signedIn := s.auth.requireAdmin, s.console, s.console.SignedIn
+	by, log, st, keys := store.TokenActor(cfg.AdminTokenHash, store.ViaAPI), deps.Logger, deps.Store, s.keys
+	rate := func(v string) (string, error) {
+		r, err := ParseRate(v)
+		return r.String(), err
+	}
+	r.Method(http.MethodGet, "/keys", either(admin.ForConsole, signedIn(admin.HandleKeysPage(c, st)), bearer(admin.HandleKeyList(log, st))))
+	r.Method(http.MethodPost, "/keys", either(admin.ForConsole,
+		signedIn(admin.HandleKeyMintForm(c, st, keys, rate)), bearer(admin.HandleKeyCreate(log, keys, rate, by))))
+	r.With(bearer).Method(http.MethodDelete, "/keys/{id}", admin.HandleKeyRevoke(log, keys, by))
+	r.Method(http.MethodPost, "/keys/{id}/revoke", signedIn(admin.HandleKeyRevokeForm(c, st, keys)))
+	r.Method(http.MethodPost, "/keys/{id}/takedown", either(admin.ForConsole,
+		signedIn(admin.HandleKeyTakedownForm(c, st, keys)), bearer(admin.HandleKeyTakedown(log, keys, by))))
+	r.Method(http.MethodGet, "/keys/{id}/pastes", either(admin.ForConsole,
+		signedIn(admin.HandleKeyPage(c, st)), bearer(admin.HandleKeyPastes(log, st))))
 }
 
 // refuseFunc answers 405 with an Allow header naming the other methods the path has.

@@ -40,6 +40,8 @@ type Config struct {
 	ConsoleIdleTimeout time.Duration
 
 	CreateRate        Rate           // creates per client; the zero Rate turns the limit off
+	ReportRate        Rate           // abuse reports per client; the zero Rate turns the limit off
+	ReportRetention   time.Duration  // reports' contact addresses are kept this long (the form says so)
 	DeleteFailureRate Rate           // wrong-token deletes per client; the zero Rate turns the limit off
 	AdminFailureRate  Rate           // wrong admin tokens per client (API and console); the zero Rate turns the limit off
 	RateKeyPrefix     string         // prefix of the rate limits' Redis keys
@@ -58,6 +60,12 @@ type Config struct {
 	DedupTiming          paste.DedupTiming // how a create of stored content hides that it was; "": paste.DedupPad
 	// Uncompressed stores new content as it is; else compressed when that makes it smaller.
 	Uncompressed bool
+	// SpamThreshold is when a content is hot: so many distinct clients created it within a window
+	// (docs/design.md, "Spam signal"). The zero value turns the spam signal off.
+	SpamThreshold paste.SpamThreshold
+	// CreateAccess says who may create: anyone (paste.AccessOpen, or ""), or only the holders of a
+	// creator key (paste.AccessKeys).
+	CreateAccess paste.CreateAccess
 	// DecodedCacheBytes is memory for the original bytes and gzip of compressed pastes, made for
 	// clients that take no zstd, in this process; 0: none.
 	DecodedCacheBytes int64
@@ -107,18 +115,24 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		Filled: func(p store.Paste, original, gzip []byte) { reps.Keep(formsKey(p), original, gzip) },
 	}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
-	lim := newLimits(cfg, deps)
+	keys := paste.NewKeys(deps.Store, remover, deps.Now)
+	lim := newLimits(cfg, deps, keys)
+	spam := paste.NewSpam(deps.Cache, deps.Store, cfg.SpamThreshold, deps.Registry, deps.Logger)
 	auth := newAdminAuth(cfg, deps, lim)
 	return routes(cfg, deps, &server{
 		site: st,
 		pages: web.New(st, web.Config{Expiry: cfg.Expiry, MaxPasteBytes: cfg.MaxPasteBytes,
-			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders}, deps.Now, deps.Registry),
+			RenderCacheBytes: cfg.RenderCacheBytes, MaxConcurrentRenders: cfg.MaxConcurrentRenders,
+			ReportRetention: cfg.ReportRetention, AskCreatorKey: cfg.CreateAccess == paste.AccessKeys}, deps.Now, deps.Registry),
 		console: admin.NewConsole(st, deps.Store, cfg.AdminTokenHash, cfg.ConsoleIdleTimeout, auth),
 		creator: paste.NewCreator(deps.Store, deps.Bucket, cd, paste.CreateConfig{
-			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed,
+			Expiry: cfg.Expiry, DedupTiming: cfg.DedupTiming, Uncompressed: cfg.Uncompressed, Spam: spam,
+			Access: cfg.CreateAccess, Keys: keys,
 		}, deps.Now, deps.Logger),
+		spam:   spam,
+		keys:   keys,
 		reps:   reps,
-		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover,
+		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover, reporter: paste.NewReporter(deps.Store), cases: paste.NewCases(deps.Store, remover),
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
 		limits:  lim, auth: auth,
 	})
@@ -135,7 +149,11 @@ type server struct {
 	reps     *representation.Server // the codings and ranges the bytes are sent in
 	consumer *paste.Consumer
 	remover  *paste.Remover
+	reporter *paste.Reporter
+	cases    *paste.Cases
+	keys     *paste.Keys
 	deleter  *limitedDelete
 	limits   *limits
 	auth     *adminAuth
+	spam     *paste.Spam // nil: the spam signal is off
 }

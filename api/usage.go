@@ -18,7 +18,7 @@ func handleOpenAPI(spec []byte) http.Handler {
 }
 
 // handleUsage answers GET / to curl with how to use the service.
-func handleUsage(st *site.Site, expiry paste.ExpiryPolicy) http.Handler {
+func handleUsage(st *site.Site, expiry paste.ExpiryPolicy, access paste.CreateAccess) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		base := st.URLs(r, "").Page
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -28,7 +28,7 @@ func handleUsage(st *site.Site, expiry paste.ExpiryPolicy) http.Handler {
   curl -F file=@file.txt ` + base + `
   curl -T file.txt ` + base + `
   echo hello | curl --data-binary @- '` + base + `?expires_in=1h&burn=true'
-
+` + keyNote(access, base) + `
 The answer is the paste's URL and, on a second line, its delete token:
   curl -X DELETE -H 'Authorization: Bearer <token>' ` + base + `<code>
 
@@ -47,6 +47,17 @@ Haste clients (editor plugins, chat bots, hastebin tools) take ` + base + ` as t
 The whole API: ` + base + `openapi.yaml
 `))
 	})
+}
+
+// keyNote tells curl users of an instance where only key holders create how to send their key.
+func keyNote(access paste.CreateAccess, base string) string {
+	if access != paste.AccessKeys {
+		return ""
+	}
+	return `
+Only holders of a creator key create here (the operators give keys out); send it with each create:
+  curl -H 'Authorization: Bearer <creator key>' --data-binary @file.txt ` + base + `
+`
 }
 
 func neverNote(p paste.ExpiryPolicy) string {

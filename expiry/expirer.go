@@ -34,6 +34,7 @@ type Config struct {
 	OrphanGrace        time.Duration // the sweeper leaves younger objects alone
 	TombstoneRetention time.Duration
 	AuditRetention     time.Duration // admin audit entries older than this are purged; 0: kept forever
+	ReportRetention    time.Duration // abuse reports' contact addresses older than this are erased; 0: kept
 	Host               string        // names this process in run reports
 	Pacing             Pacing
 }
@@ -44,7 +45,8 @@ func DefaultConfig() Config {
 		Workers: 2, BatchSize: 1000, Schedule: "0 0 * * *", StuckAfter: 10 * time.Minute,
 		WatchdogEvery: time.Minute, OutboxEvery: 30 * time.Second, SweepSchedule: "30 3 * * *",
 		OrphanGrace: store.DefaultOrphanGrace, TombstoneRetention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
-		Pacing: DefaultPacing(),
+		ReportRetention: 90 * 24 * time.Hour,
+		Pacing:          DefaultPacing(),
 	}
 }
 

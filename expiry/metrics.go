@@ -19,6 +19,7 @@ type metrics struct {
 	claimSeconds, finishSeconds, blobDeleteSeconds prometheus.Histogram
 	backlog, backlogAge, inProgress, outboxDepth   prometheus.Gauge
 	outboxAge                                      prometheus.Gauge
+	reportsOpen, reportsAge                        prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
@@ -63,6 +64,8 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		inProgress:        gauge("in_progress", "Pastes claimed and not finished."),
 		outboxDepth:       gauge("outbox", "Blobs waiting in the outbox for deletion."),
 		outboxAge:         gauge("outbox_oldest_age_seconds", "How long the oldest blob in the outbox has waited for deletion."),
+		reportsOpen:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "pastebin_reports_open", Help: "Abuse reports no operator has closed yet."}),
+		reportsAge:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "pastebin_reports_oldest_open_age_seconds", Help: "How long the oldest open abuse report has waited; 0: none is open."}),
 	}
 	// Every stage's series from the start: an alert on increase() misses the first failure of a
 	// series that appears at 1. "constraint": a batch the database refused (a wrong ref_count).
@@ -73,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.retries, m.repaired, m.pacedSeconds, m.failures, m.slowdowns,
 		m.rateLimit, m.pacingSignal, m.pacingController, m.pacingReason, m.claimSeconds, m.finishSeconds, m.blobDeleteSeconds,
-		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge)
+		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge, m.reportsOpen, m.reportsAge)
 	return m
 }
 
@@ -101,6 +104,7 @@ func (x *Expirer) runBacklogGauges(ctx context.Context) {
 func (x *Expirer) refreshBacklog(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	x.refreshReports(ctx)
 	b, err := x.store.Backlog(ctx)
 	if err != nil {
 		return
@@ -118,4 +122,19 @@ func (x *Expirer) refreshBacklog(ctx context.Context) {
 		outboxAge = time.Since(b.OutboxOldest).Seconds()
 	}
 	x.metrics.outboxAge.Set(outboxAge)
+}
+
+// refreshReports sets the open reports' gauges, from their partial index (a few rows: reports are
+// closed). They ride on the backlog's refresh, which every serving process runs.
+func (x *Expirer) refreshReports(ctx context.Context) {
+	b, err := x.store.OpenReports(ctx)
+	if err != nil {
+		return
+	}
+	x.metrics.reportsOpen.Set(float64(b.Open))
+	age := 0.0
+	if !b.Oldest.IsZero() {
+		age = time.Since(b.Oldest).Seconds()
+	}
+	x.metrics.reportsAge.Set(age)
 }

@@ -245,7 +245,8 @@ func (x *Expirer) waitForRun() {
 }
 
 // purge deletes tombstones past their retention, Idempotency-Key records past their window, and
-// admin audit entries past theirs (unless they are kept forever).
+// admin audit entries past theirs (unless they are kept forever), and erases the contact addresses
+// of abuse reports past theirs.
 func (x *Expirer) purge(ctx context.Context, r *run) {
 	steps := []func(context.Context, int) (int64, error){
 		func(ctx context.Context, n int) (int64, error) {
@@ -256,6 +257,11 @@ func (x *Expirer) purge(ctx context.Context, r *run) {
 	if x.cfg.AuditRetention > 0 {
 		steps = append(steps, func(ctx context.Context, n int) (int64, error) {
 			return x.store.PurgeAudit(ctx, x.cfg.AuditRetention, n)
+		})
+	}
+	if x.cfg.ReportRetention > 0 {
+		steps = append(steps, func(ctx context.Context, n int) (int64, error) {
+			return x.store.PurgeReportContacts(ctx, x.cfg.ReportRetention, n)
 		})
 	}
 	for _, step := range steps {

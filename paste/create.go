@@ -28,6 +28,12 @@ type Input struct {
 	// Encryption names the format of an end-to-end encrypted paste's Content (docs/encryption.md),
 	// which the server checks for shape only; "" for plain text.
 	Encryption string
+	// Client is who sent the create (its rate-limit key: an address, or an IPv6 /64), for the spam
+	// signal alone, which keeps it only as a keyed hash; "" for none.
+	Client string
+	// CreatorKey is the secret of the creator key the client sent, if any: required with
+	// AccessKeys, checked whenever it is sent, and recorded with the paste.
+	CreatorKey string
 }
 
 // Created is the answer to a create: the paste and, this once, its delete token.
@@ -47,6 +53,10 @@ type CreateConfig struct {
 	// Uncompressed stores new content as it is; else it is stored compressed when that makes it
 	// smaller (docs/design.md, "Compression at rest"). Reads serve either, whatever it says.
 	Uncompressed bool
+	// Spam counts each create's client for the spam signal, after the create committed; nil: no signal.
+	Spam   *Spam
+	Access CreateAccess // "": AccessOpen
+	Keys   *Keys        // the creator keys; nil: none is known
 }
 
 // Creator runs the create flow (docs/design.md, "Create").
@@ -71,6 +81,10 @@ func NewCreator(s *store.Store, b *blob.Bucket, cd *codec.Codec, cfg CreateConfi
 // not show in when it answers (storePaste). A request whose Idempotency-Key was seen before is
 // answered as the first time, delete token included.
 func (c *Creator) Create(ctx context.Context, in Input, idem IdempotencyKey) (Created, error) {
+	keyID, err := c.checkKey(ctx, in.CreatorKey)
+	if err != nil {
+		return Created{}, err
+	}
 	lifetime, err := c.cfg.Expiry.Lifetime(in.ExpiresIn)
 	if err != nil {
 		return Created{}, err
@@ -85,13 +99,18 @@ func (c *Creator) Create(ctx context.Context, in Input, idem IdempotencyKey) (Cr
 	if err != nil {
 		return Created{}, err
 	}
+	np.CreatorKeyID = keyID
 	p, err := c.storePaste(ctx, np, in.Content)
 	if errors.Is(err, store.ErrIdempotencyRace) {
 		return c.replay(ctx, idem, fp)
 	}
+	if errors.Is(err, store.ErrKeyRevoked) {
+		return Created{}, errKeyInvalid // revoked since the cache read it
+	}
 	if err != nil {
 		return Created{}, err
 	}
+	c.cfg.Spam.Record(ctx, in.Hash, in.Client)
 	return Created{Paste: p, Token: token}, nil
 }
 
@@ -132,6 +151,10 @@ func (c *Creator) createWithUpload(ctx context.Context, np store.NewPaste, conte
 		return store.Paste{}, fmt.Errorf("%w: %w", ErrBlobUnavailable, err)
 	}
 	p, err := c.store.CreatePasteWithBlob(ctx, np, key)
+	if errors.Is(err, store.ErrKeyRevoked) {
+		c.dropUpload(ctx, key)
+		return p, err
+	}
 	if err != nil {
 		// No content row names the upload, unless the create failed only in our eyes: a client that
 		// hangs up during the COMMIT cancels ctx, and the server commits all the same. So the upload
@@ -142,6 +165,36 @@ func (c *Creator) createWithUpload(ctx context.Context, np store.NewPaste, conte
 		}
 	}
 	return p, err
+}
+
+// checkKey answers the id of the creator key secret, 0 for none, or why the create may not go on:
+// first thing, before anything is read or written.
+func (c *Creator) checkKey(ctx context.Context, secret string) (int64, error) {
+	if secret == "" || c.cfg.Access != AccessKeys && !IsCreatorKey(secret) {
+		if c.cfg.Access == AccessKeys {
+			return 0, errKeyMissing
+		}
+		return 0, nil // an open instance's creates took other bearer tokens before keys, and ignore them
+	}
+	if c.cfg.Keys == nil {
+		return 0, errKeyInvalid
+	}
+	k, err := c.cfg.Keys.Check(ctx, secret)
+	return k.ID, err
+}
+
+// dropUpload deletes at once the upload of a create that its key's revocation refused: the
+// transaction that refused it certainly did not commit (it was refused before any write), so no
+// content row names the key, and a refused create leaves nothing behind. Should S3 fail, the
+// upload goes to the outbox, held back like any abandoned upload.
+func (c *Creator) dropUpload(ctx context.Context, key string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := c.bucket.Delete(ctx, []string{key}); err == nil {
+		return
+	}
+	if err := c.store.EnqueueAbandonedUploads(ctx, []string{key}); err != nil {
+		c.logger.WarnContext(ctx, "refused upload left to the orphan sweeper", "blob_key", key, "err", err)
+	}
 }
 
 // errNoRecord says an Idempotency-Key has not been used yet.

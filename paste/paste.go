@@ -23,6 +23,9 @@ var (
 	// ErrReadByPost says a paste gives its content only to the read that takes a view of it (a
 	// POST: Consumer), never to a GET. Reader's Stored and Body answer it as a *ReadByPostError.
 	ErrReadByPost = errors.New("paste is read only by a consuming POST")
+	// ErrSignalUnavailable wraps the failures of the spam signal's reads from Redis: the hottest
+	// contents cannot be listed now; creates go on regardless.
+	ErrSignalUnavailable = errors.New("spam signal unavailable")
 	// ErrKeyReused says an Idempotency-Key was already used for a different request.
 	ErrKeyReused = errors.New("idempotency key reused for a different request")
 )

@@ -22,12 +22,15 @@ const (
 
 // Admin actions, as the audit log names them.
 const (
-	ActionCleanup  = "cleanup"
-	ActionTakedown = "takedown"
-	ActionBlock    = "block"
-	ActionUnblock  = "unblock"
-	ActionSignIn   = "sign-in"
-	ActionSignOut  = "sign-out"
+	ActionCleanup     = "cleanup"
+	ActionTakedown    = "takedown"
+	ActionBlock       = "block"
+	ActionUnblock     = "unblock"
+	ActionSignIn      = "sign-in"
+	ActionSignOut     = "sign-out"
+	ActionKeyCreate   = "key-create"
+	ActionKeyRevoke   = "key-revoke"
+	ActionKeyTakedown = "key-takedown"
 )
 
 // Actor is who did an admin action: which admin credential, and through what.

@@ -12,7 +12,8 @@ import (
 // TestClaimInHeapOrder: claims in heap order take expired live rows page after page, each from
 // where the last one ended: never a row twice, never a live one, every expired one once; past the
 // last expired row, a claim takes nothing. The estimate that decides the order sees the backlog's
-// share of the table.
+// share of the table. Claims stop at the heap's size they were given (the run's start): pastes on
+// pages added since are not theirs.
 func TestClaimInHeapOrder(t *testing.T) {
 	t.Parallel()
 	s := storetest.New(t, slog.New(slog.DiscardHandler))
@@ -28,6 +29,16 @@ func TestClaimInHeapOrder(t *testing.T) {
 	pages, err := s.HeapPages(ctx)
 	if err != nil || pages == 0 {
 		t.Fatalf("heap pages: %d, %v", pages, err)
+	}
+	// Pastes that expired after the run began sit on pages added since: claims in heap order stop
+	// at the heap's size when the run began, and leave them to claims in expiry order.
+	if err := storetest.Load(ctx, s.Pool(), storetest.SeedSpec{Pastes: 300, Expired: 300, Tag: "Q"}); err != nil {
+		t.Fatal(err)
+	}
+	const beyond = `SELECT count(*) FROM pastes WHERE short_code LIKE 'Q%' AND status = 'NOT_EXPIRED' AND (ctid::text::point)[0] >= $1`
+	late := storetest.Count(t, s.Pool(), beyond, int64(pages))
+	if late == 0 {
+		t.Fatal("no late paste on a page past the heap's size: the test sees nothing")
 	}
 	seen := map[string]bool{}
 	var from store.HeapPosition
@@ -50,8 +61,11 @@ func TestClaimInHeapOrder(t *testing.T) {
 		}
 		from = c.Next
 	}
-	if len(seen) != 1000 {
-		t.Errorf("claimed %d rows in heap order, want the 1000 expired", len(seen))
+	if want := 1000 + 300 - late; len(seen) != want {
+		t.Errorf("claimed %d rows in heap order, want the 1000 expired and the %d late ones within the heap's first pages", len(seen), 300-late)
+	}
+	if n := storetest.Count(t, s.Pool(), beyond, int64(pages)); n != late {
+		t.Errorf("%d of the %d late pastes past page %d left, want all: claims in heap order went past the heap's size", n, late, pages)
 	}
 	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS' AND expires_at > now()`); n != 0 {
 		t.Errorf("%d live pastes claimed", n)

@@ -73,6 +73,7 @@ type NewPaste struct {
 	Encryption     string    // the format of encrypted content; "" for plain text
 	ExpiresAt      time.Time // zero: never expires
 	Idempotency    *Idempotency
+	CreatorKeyID   int64 // the creator key that creates it (checked in the create's transaction, queueCreate); 0 for none
 }
 
 // GoneError says why a paste is no longer served. It matches ErrGone.
@@ -134,12 +135,12 @@ func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey str
 	}
 	return s.createPaste(ctx, p, newContent{
 		sql: `INSERT INTO content (content_hash, blob_key, size_bytes, encoding, stored_bytes, ref_count)
-		      SELECT $1, $10::text, $11::bigint, $12::text, CASE WHEN $12::text IS NOT NULL THEN $13::bigint END, 1
+		      SELECT $1, $11::text, $12::bigint, $13::text, CASE WHEN $13::text IS NOT NULL THEN $14::bigint END, 1
 		      FROM guard WHERE NOT blocked
 		      ON CONFLICT (content_hash) DO UPDATE SET ref_count = content.ref_count + 1
 		      RETURNING ` + storedBlobColumns,
 		also: `, duplicate AS (
-		      INSERT INTO blob_deletions (blob_key) SELECT $10 FROM taken WHERE blob_key <> $10
+		      INSERT INTO blob_deletions (blob_key) SELECT $11 FROM taken WHERE blob_key <> $11
 		      ON CONFLICT DO NOTHING)`,
 		args: []any{blobKey, p.Size, encoding, p.StoredSize},
 	})
@@ -147,7 +148,7 @@ func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey str
 
 // newContent is how a create takes its content: sql, a statement that returns the content row's
 // storedBlobColumns and nothing when the content is blocked (the CTE guard says), also, more CTEs
-// that may read its row (taken), and args, its parameters from $10.
+// that may read its row (taken), and args, its parameters from $11.
 type newContent struct {
 	sql, also string
 	args      []any
@@ -173,7 +174,7 @@ func (s *Store) createPaste(ctx context.Context, p NewPaste, content newContent)
 		var createdAt time.Time
 		queue := func(batch *pgx.Batch) { queueCreate(batch, p, code, content) }
 		read := func(br pgx.BatchResults) (err error) {
-			b, createdAt, err = readCreate(br)
+			b, createdAt, err = readCreate(br, p.CreatorKeyID != 0)
 			return err
 		}
 		err = s.inBatchTx(ctx, queue, read, func(tx pgx.Tx) error {
@@ -192,12 +193,13 @@ func (s *Store) createPaste(ctx context.Context, p NewPaste, content newContent)
 	return Paste{}, errCodeConflict
 }
 
-// queueCreate queues a create's statements: the content's block lock, taken shared, then one
-// statement that takes the content and inserts the paste under code (createStatement). The lock
-// comes first, in a statement of its own: the statement after it sees, in its own snapshot, any
-// block that committed before the lock was granted, and a block that comes later waits for this
-// transaction and then takes its paste down (a check outside the lock could miss a block that
-// commits between the check and the insert, and leave a live paste of blocked content).
+// queueCreate queues a create's statements: the content's block lock, taken shared, and the
+// creator key's (if any), then one statement that takes the content and inserts the paste under
+// code (createStatement). The locks come first, in statements of their own: the statement after
+// them sees, in its own snapshot, any block or revocation that committed before they were granted,
+// and a block or revocation (or takedown by key) that comes later waits for this transaction, then
+// takes its paste down or counts it (a check outside the lock could miss a block that commits
+// between the check and the insert, and leave a live paste of blocked content).
 func queueCreate(batch *pgx.Batch, p NewPaste, code string, content newContent) {
 	var expires *time.Time
 	if !p.ExpiresAt.IsZero() {
@@ -211,31 +213,46 @@ func queueCreate(batch *pgx.Batch, p NewPaste, code string, content newContent) 
 	if p.Encryption != "" {
 		encryption = &p.Encryption
 	}
+	var creatorKey *int64
+	if p.CreatorKeyID != 0 {
+		creatorKey = &p.CreatorKeyID
+	}
 	args := append([]any{p.ContentHash, code, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires,
-		encryption}, content.args...)
+		encryption, creatorKey}, content.args...)
 	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1, $2)`, blockLockClass, blockLockKey(p.ContentHash))
+	if creatorKey != nil {
+		batch.Queue(`SELECT pg_advisory_xact_lock_shared($1::integer, $2::integer)`, keyLockClass, int32(*creatorKey))
+	}
 	batch.Queue(createStatement(content), args...)
 }
 
 // readCreate reads what queueCreate's statements did: the content taken, and when the paste was
-// created. Blocked content answers ErrBlocked; content the dedup fast path no longer finds,
+// created. Blocked content answers ErrBlocked, a revoked (or unknown) creator key ErrKeyRevoked;
+// content the dedup fast path no longer finds,
 // ErrNoContent; a code already given, to a paste or to a tombstone (a code is never given to a
 // second paste while its tombstone answers for the first), errCodeConflict. The caller then rolls
 // back whatever the statement took.
-func readCreate(br pgx.BatchResults) (storedBlob, time.Time, error) {
+func readCreate(br pgx.BatchResults, withKey bool) (storedBlob, time.Time, error) {
 	if _, err := br.Exec(); err != nil {
 		return storedBlob{}, time.Time{}, fmt.Errorf("take the content's block lock: %w", err)
 	}
+	if withKey {
+		if _, err := br.Exec(); err != nil {
+			return storedBlob{}, time.Time{}, fmt.Errorf("take the creator key's lock: %w", err)
+		}
+	}
 	var (
-		blocked       bool
-		key, encoding *string
-		size          *int64
-		createdAt     *time.Time
+		blocked, revoked bool
+		key, encoding    *string
+		size             *int64
+		createdAt        *time.Time
 	)
-	err := br.QueryRow().Scan(&blocked, &key, &encoding, &size, &createdAt)
+	err := br.QueryRow().Scan(&blocked, &revoked, &key, &encoding, &size, &createdAt)
 	switch {
 	case err != nil:
 		return storedBlob{}, time.Time{}, fmt.Errorf("create paste: %w", err)
+	case revoked:
+		return storedBlob{}, time.Time{}, ErrKeyRevoked
 	case blocked:
 		return storedBlob{}, time.Time{}, ErrBlocked
 	case key == nil:
@@ -246,27 +263,32 @@ func readCreate(br pgx.BatchResults) (storedBlob, time.Time, error) {
 	return storedBlob{key: *key, encoding: *encoding, size: *size}, *createdAt, nil
 }
 
-// createStatement is the statement of a create: whether the content is blocked (guard), the content
-// taken unless it is (content.sql, as taken, and content.also), and the paste inserted on it. Its
-// parameters: $1 the content hash, $2 the code, $3 to $9 the paste's columns, $10 on content.args.
-// It returns one row: blocked, the content row's storedBlobColumns (NULL when none was taken), and
-// the paste's created_at (NULL when none was inserted).
+// createStatement is the statement of a create: whether the content is blocked or the creator key
+// revoked (guard), the content taken unless either (content.sql, as taken, and content.also), and
+// the paste inserted on it. Its parameters: $1 the content hash, $2 the code, $3 to $9 the paste's
+// columns, $10 the creator key's id (NULL for none), $11 on content.args. It returns one row:
+// whether the content is blocked, whether the key is revoked, the content row's storedBlobColumns
+// (NULL when none was taken), and the paste's created_at (NULL when none was inserted).
 func createStatement(content newContent) string {
 	return `
-		WITH guard AS (
-			SELECT EXISTS (SELECT 1 FROM blocked_content WHERE content_hash = $1::bytea) AS blocked
+		WITH checks AS (
+			SELECT EXISTS (SELECT 1 FROM blocked_content WHERE content_hash = $1::bytea) AS content_blocked,
+			       $10::bigint IS NOT NULL AND NOT EXISTS (
+			           SELECT 1 FROM creator_keys WHERE id = $10::bigint AND revoked_at IS NULL) AS key_revoked
+		), guard AS (
+			SELECT content_blocked OR key_revoked AS blocked FROM checks
 		), taken AS (` + content.sql + `)` + content.also + `, inserted AS (
 			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
-			                    burn_after_read, max_views, views_left, expires_at, encryption)
+			                    burn_after_read, max_views, views_left, expires_at, encryption, creator_key_id)
 			SELECT $2::text, $1::bytea, $3::bytea, $4::text, $5::text, $6::text, $7::integer IS NOT NULL, $7::integer,
-			       $7::integer, $8::timestamptz, $9::text
+			       $7::integer, $8::timestamptz, $9::text, $10::bigint
 			FROM taken
 			WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE short_code = $2)
 			ON CONFLICT (short_code) DO NOTHING
 			RETURNING created_at
 		)
-		SELECT guard.blocked, taken.blob_key, taken.encoding, taken.stored, inserted.created_at
-		FROM guard LEFT JOIN taken ON true LEFT JOIN inserted ON true`
+		SELECT checks.content_blocked, checks.key_revoked, taken.blob_key, taken.encoding, taken.stored, inserted.created_at
+		FROM checks LEFT JOIN taken ON true LEFT JOIN inserted ON true`
 }
 
 // ShortCodeLength is the length of a paste's short code: 11 characters of base62, about 65 random bits.

@@ -45,7 +45,10 @@ type TakedownResult struct {
 	TakenDown   bool   // this call moved the paste to DELETED; false: it was gone already
 	ContentHash []byte // the paste's content; nil when it was gone already and nothing recorded it
 	Blocked     bool   // the content is blocked (by this call or before)
-	Released           // every paste this call took down, and the content and blobs it freed
+	// ReportsClosed counts the open reports this call closed as actioned: the paste's, or with
+	// Block its content's.
+	ReportsClosed int64
+	Released      // every paste this call took down, and the content and blobs it freed
 }
 
 // TakeDown removes a paste for an operator: the owner's delete with another reason (docs/design.md, "Takedown and blocked content"), so
@@ -74,11 +77,23 @@ func (s *Store) TakeDown(ctx context.Context, t Takedown, by Actor) (TakedownRes
 				return err
 			}
 		}
+		if res.ReportsClosed, err = closeTakedownReports(ctx, tx, t, res.ContentHash, by); err != nil {
+			return err
+		}
 		return record(ctx, tx, AuditRecord{Actor: by, Action: ActionTakedown, Code: t.Code, ContentHash: res.ContentHash,
 			Reason: t.Reason, Detail: map[string]any{"legal": t.Legal, "block": t.Block, "taken_down": res.TakenDown,
-				"pastes": len(res.Codes), "content_freed": res.FreedContent}})
+				"pastes": len(res.Codes), "content_freed": res.FreedContent, "reports_closed": res.ReportsClosed}})
 	})
 	return res, err
+}
+
+// closeTakedownReports closes, as actioned, the open reports a takedown answers: the paste's, or
+// with a block every report of its content.
+func closeTakedownReports(ctx context.Context, tx pgx.Tx, t Takedown, hash []byte, by Actor) (int64, error) {
+	if t.Block {
+		return closeReports(ctx, tx, ReportActioned, ActionBlock, by, nil, hash)
+	}
+	return closeReports(ctx, tx, ReportActioned, TakedownReason(t.Legal), by, []string{t.Code}, nil)
 }
 
 func takeDownAndBlock(ctx context.Context, tx pgx.Tx, t Takedown, by Actor) (TakedownResult, error) {
@@ -129,7 +144,10 @@ type Block struct {
 type BlockResult struct {
 	ContentHash []byte
 	Added       bool // false: the content was blocked already
-	Released         // the pastes taken down, and the content and blobs freed
+	// ReportsClosed counts the open reports of the content this call closed as actioned (with
+	// TakeDown only).
+	ReportsClosed int64
+	Released      // the pastes taken down, and the content and blobs freed
 }
 
 // Block blocks content: from then on a create of it is refused (ErrBlocked) and writes nothing.
@@ -149,9 +167,14 @@ func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, erro
 		if res, err = blockContent(ctx, tx, b, by); err != nil {
 			return err
 		}
+		if b.TakeDown { // a block alone leaves the reported pastes up: their reports stay open
+			if res.ReportsClosed, err = closeReports(ctx, tx, ReportActioned, ActionBlock, by, nil, b.ContentHash); err != nil {
+				return err
+			}
+		}
 		return record(ctx, tx, AuditRecord{Actor: by, Action: ActionBlock, Code: b.Code, ContentHash: b.ContentHash,
 			Reason: b.Reason, Detail: map[string]any{"legal": b.Legal, "take_down": b.TakeDown, "added": res.Added,
-				"pastes": len(res.Codes), "content_freed": res.FreedContent}})
+				"pastes": len(res.Codes), "content_freed": res.FreedContent, "reports_closed": res.ReportsClosed}})
 	})
 	return res, err
 }

@@ -68,7 +68,7 @@ type Console struct {
 func NewConsole(st *site.Site, s *store.Store, tokenHash []byte, idle time.Duration, v Verifier) *Console {
 	c := &Console{site: st, pages: map[string]*template.Template{}, sessions: s, tokenHash: tokenHash,
 		idle: cmp.Or(idle, DefaultIdleTimeout), verifier: v}
-	for _, name := range []string{"signin", "overview", "runs", "run", "takedown", "blocked", "audit"} {
+	for _, name := range []string{"signin", "overview", "runs", "run", "takedown", "blocked", "audit", "hot", "reports", "preview", "keys", "key"} {
 		c.pages[name] = st.Parse(templateFS, "templates/layout.html", "templates/"+name+".html")
 	}
 	return c

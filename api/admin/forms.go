@@ -65,6 +65,9 @@ func takedownNotice(code string, res store.TakedownResult) string {
 	if res.Blocked {
 		msg += " Its content is blocked; " + site.Plural(int64(len(res.Codes)), "paste") + " taken down in all."
 	}
+	if res.ReportsClosed > 0 {
+		msg += " " + site.Plural(res.ReportsClosed, "open report") + " closed."
+	}
 	return msg
 }
 

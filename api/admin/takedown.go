@@ -24,6 +24,7 @@ type takedownJSON struct {
 	Blocked         bool    `json:"blocked"`
 	PastesTakenDown int     `json:"pastes_taken_down"`
 	ContentFreed    int     `json:"content_freed"`
+	ReportsClosed   int64   `json:"reports_closed"`
 }
 
 // HandleTakedown handles DELETE /admin/pastes/{code}: an operator takes a paste down. Retried, it
@@ -42,7 +43,8 @@ func HandleTakedown(logger *slog.Logger, rm *paste.Remover, by store.Actor) http
 			return
 		}
 		problem.WriteJSON(w, http.StatusOK, takedownJSON{Code: code, TakenDown: res.TakenDown, Legal: req.Legal,
-			ContentHash: hexOrNil(res.ContentHash), Blocked: res.Blocked, PastesTakenDown: len(res.Codes), ContentFreed: res.FreedContent})
+			ContentHash: hexOrNil(res.ContentHash), Blocked: res.Blocked, PastesTakenDown: len(res.Codes), ContentFreed: res.FreedContent,
+			ReportsClosed: res.ReportsClosed})
 	})
 }
 
@@ -52,6 +54,7 @@ type blockJSON struct {
 	Added           bool   `json:"added"`
 	PastesTakenDown int    `json:"pastes_taken_down"`
 	ContentFreed    int    `json:"content_freed"`
+	ReportsClosed   int64  `json:"reports_closed"`
 }
 
 // HandleBlock handles POST /admin/blocked: 201 when the content is newly blocked, 200 when it
@@ -77,7 +80,7 @@ func HandleBlock(logger *slog.Logger, rm *paste.Remover, by store.Actor) http.Ha
 			status = http.StatusCreated
 		}
 		problem.WriteJSON(w, status, blockJSON{ContentHash: hex.EncodeToString(res.ContentHash), Added: res.Added,
-			PastesTakenDown: len(res.Codes), ContentFreed: res.FreedContent})
+			PastesTakenDown: len(res.Codes), ContentFreed: res.FreedContent, ReportsClosed: res.ReportsClosed})
 	})
 }
 

@@ -37,6 +37,9 @@ func From(r *http.Request, logger *slog.Logger, err error) *Problem {
 	case errors.Is(err, paste.ErrBlobUnavailable):
 		logger.WarnContext(r.Context(), "blob store unavailable", "route", request.RoutePattern(r), "err", err)
 		return Storage.WithDetail("The paste store is unreachable; nothing was saved. Try again shortly.")
+	case errors.Is(err, paste.ErrSignalUnavailable):
+		logger.WarnContext(r.Context(), "spam signal unavailable", "route", request.RoutePattern(r), "err", err)
+		return Storage.WithDetail("Redis, which counts the spam signal, is unreachable. Try again shortly.")
 	}
 	logger.ErrorContext(r.Context(), "internal error", "route", request.RoutePattern(r), "method", request.MethodLabel(r), "err", err)
 	return Internal.WithDetail("internal error")
@@ -52,6 +55,7 @@ func answer(err error) *Problem {
 	var invalid *paste.InvalidError
 	var unconfirmed *paste.UnconfirmedError
 	var byPost *paste.ReadByPostError
+	var badKey *paste.CreatorKeyError
 	switch {
 	case errors.As(err, &p):
 		return p
@@ -69,6 +73,12 @@ func answer(err error) *Problem {
 		return unconfirmedProblem(unconfirmed)
 	case errors.As(err, &gone):
 		return goneProblem(gone.Reason)
+	case errors.Is(err, paste.ErrDetailsTooLong):
+		return ReportTooLarge.WithDetail("A report's details are at most " + strconv.Itoa(paste.MaxReportDetails) + " bytes.")
+	case errors.Is(err, paste.ErrNoReport):
+		return ReportNotFound.WithDetail("No report has this receipt.")
+	case errors.As(err, &badKey):
+		return CreatorKeyRequired.WithDetail(badKey.Detail)
 	case errors.Is(err, store.ErrBlocked):
 		return ContentBlocked.WithDetail("This content is blocked by the operators of this service; nothing was stored.")
 	case errors.Is(err, store.ErrContentUnknown):

@@ -90,6 +90,16 @@ var (
 	NotEditable    = &Problem{Status: http.StatusConflict, Name: "not-editable", Title: "Paste cannot be edited as new"}
 	SignInRequired = &Problem{Status: http.StatusUnauthorized, Name: "sign-in-required", Title: "Sign in first"}
 	CrossSite      = &Problem{Status: http.StatusForbidden, Name: "cross-site-request", Title: "Cross-site request refused"}
+	// CreatorKeyRequired answers a create without a valid creator key where one is needed
+	// (PASTEBIN_CREATE_ACCESS=keys), or with an unknown or revoked one anywhere.
+	CreatorKeyRequired = &Problem{Status: http.StatusUnauthorized, Name: "creator-key-required", Title: "Creator key required"}
+	KeyNotFound        = &Problem{Status: http.StatusNotFound, Name: "key-not-found", Title: "No such creator key"}
+)
+
+// The problems of abuse reports.
+var (
+	ReportNotFound = &Problem{Status: http.StatusNotFound, Name: "report-not-found", Title: "No such report"}
+	ReportTooLarge = &Problem{Status: http.StatusRequestEntityTooLarge, Name: "report-too-large", Title: "Report too large"}
 )
 
 // all lists every problem, for the /problems pages.
@@ -99,4 +109,6 @@ var all = []*Problem{
 	RouteNotFound, MethodNotAllowed, Internal, AdminDisabled, CleanupDisabled, RunNotFound,
 	RateLimited, Busy, DeleteUnconfirmed, HeadersTooLarge, MethodNotImplemented, RangeUnsatisfied,
 	TakenDown, LegalTakedown, ContentBlocked, ContentUnknown, SignInRequired, CrossSite, NotEditable,
+	ReportNotFound, ReportTooLarge,
+	CreatorKeyRequired, KeyNotFound,
 }

@@ -1,11 +1,13 @@
 package web
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
+	"pastebin/api/request"
 	"pastebin/api/site"
 	"pastebin/paste"
 )
@@ -25,10 +27,18 @@ func HandleCreate(pages *Pages, creator *paste.Creator, decode Decoder) http.Han
 			pages.formError(w, r, in, err)
 			return
 		}
+		in.Client = request.ClientKey(r.Context())
+		typed := in.CreatorKey != ""
+		if !typed {
+			in.CreatorKey, _ = request.CreatorKey(r)
+		}
 		c, err := creator.Create(r.Context(), in, paste.IdempotencyKey{})
 		if err != nil {
 			pages.formError(w, r, in, err)
 			return
+		}
+		if typed {
+			keepCreatorKey(w, r, pages.site, in.CreatorKey)
 		}
 		setTokenCookie(w, r, pages.site, c.Paste.Code, c.Token)
 		w.Header().Set("Cache-Control", "no-store")
@@ -40,7 +50,11 @@ func HandleCreate(pages *Pages, creator *paste.Creator, decode Decoder) http.Han
 // person's to correct get the error page.
 func (pages *Pages) formError(w http.ResponseWriter, r *http.Request, in paste.Input, err error) {
 	p := pages.site.Problem(r, err)
-	if p.Status != http.StatusBadRequest {
+	keyRefused := errors.Is(err, paste.ErrCreatorKey)
+	if keyRefused { // the key typed or kept no longer creates: forget it, and ask again
+		forgetCreatorKey(w, r, pages.site)
+	}
+	if p.Status != http.StatusBadRequest && !keyRefused {
 		pages.site.ErrorPage(w, r, p)
 		return
 	}
@@ -51,7 +65,22 @@ func (pages *Pages) formError(w http.ResponseWriter, r *http.Request, in paste.I
 	if in.MaxViews > 0 {
 		v.MaxViews = strconv.Itoa(in.MaxViews)
 	}
+	v.AskKey = keyRefused
 	pages.renderForm(w, r, p.Status, v, p.Detail)
+}
+
+// keepCreatorKey keeps the creator key typed into the form in the browser, for a year, so that the
+// form asks for it once. HttpOnly: no script reads it; SameSite=Strict: no other site's form sends it.
+func keepCreatorKey(w http.ResponseWriter, r *http.Request, st *site.Site, key string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: request.CreatorKeyCookie, Value: key, Path: "/", MaxAge: 365 * 24 * 3600, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: st.Secure(r),
+	})
+}
+
+func forgetCreatorKey(w http.ResponseWriter, r *http.Request, st *site.Site) {
+	http.SetCookie(w, &http.Cookie{Name: request.CreatorKeyCookie, Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: st.Secure(r)})
 }
 
 // formValues are the create form's fields, to show the form again as it was sent, or filled from a
@@ -60,6 +89,7 @@ type formValues struct {
 	Content, Title, Language, Filename, ExpiresIn, MaxViews string
 	Burn                                                    bool
 	From, FromTitle                                         string
+	AskKey                                                  bool // ask for a creator key, whether or not the browser keeps one
 }
 
 // formView is what the create form page shows.
@@ -69,11 +99,17 @@ type formView struct {
 	Expiries  []expiryChoice
 	Languages []languageChoice
 	MaxSize   string
+	AskKey    bool // the form has a field for a creator key
 }
 
 // renderForm shows the create form, with v's values and an error to correct, if any.
 func (pages *Pages) renderForm(w http.ResponseWriter, r *http.Request, status int, v formValues, problem string) {
 	fv := formView{Form: v, Error: problem, MaxSize: site.HumanBytes(pages.maxBytes)}
+	if pages.askKey {
+		_, err := r.Cookie(request.CreatorKeyCookie)
+		fv.AskKey = v.AskKey || err != nil
+		w.Header().Set("Cache-Control", "no-store") // whether it asks depends on the cookie
+	}
 	known := slices.ContainsFunc(pages.expiries, func(c expiryChoice) bool { return c.Value == v.ExpiresIn })
 	for _, c := range pages.expiries {
 		c.Selected = v.ExpiresIn == c.Value || !known && c.Default // a refused value falls back to the default

@@ -32,8 +32,12 @@ func Assets() map[string][]byte { return map[string][]byte{"highlight.css": high
 type Config struct {
 	Expiry               paste.ExpiryPolicy // the form's expiry menu
 	MaxPasteBytes        int64
-	RenderCacheBytes     int64 // paste pages' rendered content kept in memory; 0: none
-	MaxConcurrentRenders int   // paste contents rendered at once; 0: half the processors, at least one
+	RenderCacheBytes     int64         // paste pages' rendered content kept in memory; 0: none
+	MaxConcurrentRenders int           // paste contents rendered at once; 0: half the processors, at least one
+	ReportRetention      time.Duration // how long a report's contact address is kept, as the report form says
+	// AskCreatorKey: only holders of a creator key create here, so the form asks for one until the
+	// browser keeps it (request.CreatorKeyCookie).
+	AskCreatorKey bool
 }
 
 // Pages draws the public pages.
@@ -42,10 +46,14 @@ type Pages struct {
 	index    *template.Template
 	paste    *template.Template
 	mine     *template.Template
+	report   *template.Template
 	renders  *renderer
 	expiries []expiryChoice
 	maxBytes int64
+	askKey   bool
 	now      func() time.Time
+
+	reportRetention time.Duration
 }
 
 // New returns the pages of st; now is the clock expiries are shown from. The renderer's metrics
@@ -53,9 +61,9 @@ type Pages struct {
 func New(st *site.Site, cfg Config, now func() time.Time, reg prometheus.Registerer) *Pages {
 	return &Pages{
 		site: st, index: st.Parse(templateFS, "templates/index.html"), paste: st.Parse(templateFS, "templates/paste.html"),
-		mine:    st.Parse(templateFS, "templates/mine.html"),
+		mine: st.Parse(templateFS, "templates/mine.html"), report: st.Parse(templateFS, "templates/report.html"),
 		renders: newRenderer(cfg.RenderCacheBytes, cfg.MaxConcurrentRenders, reg), expiries: expiryChoices(cfg.Expiry),
-		maxBytes: cfg.MaxPasteBytes, now: now,
+		maxBytes: cfg.MaxPasteBytes, askKey: cfg.AskCreatorKey, now: now, reportRetention: cfg.ReportRetention,
 	}
 }
 

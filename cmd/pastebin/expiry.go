@@ -29,6 +29,7 @@ type expiryConfig struct {
 	orphanGrace        duration
 	tombstoneRetention duration
 	auditRetention     lifetime
+	reportRetention    duration
 	lockTTL            duration
 	pacing             expiry.Pacing
 	pacingTarget       string // no longer used; set, it is warned about
@@ -38,7 +39,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	d := expiry.DefaultConfig()
 	c.stuckAfter, c.outboxEvery = duration(d.StuckAfter), duration(d.OutboxEvery)
 	c.tombstoneRetention, c.lockTTL = duration(d.TombstoneRetention), duration(5*time.Second)
-	c.auditRetention = lifetime(d.AuditRetention)
+	c.auditRetention, c.reportRetention = lifetime(d.AuditRetention), duration(d.ReportRetention)
 	fs.IntVar(&c.workers, "cleanup-workers", d.Workers, "cleanup workers in this process; 0 runs no cleanup here")
 	fs.IntVar(&c.batchSize, "cleanup-batch-size", d.BatchSize, "expired pastes per claimed batch")
 	fs.StringVar(&c.schedule, "cleanup-schedule", d.Schedule, `when cleanup runs start, UTC: a cron expression ("0 0 * * *": midnight) or "@every 1m"`)
@@ -49,6 +50,7 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	c.registerOrphanGrace(fs)
 	fs.Var(&c.tombstoneRetention, "tombstone-retention", "deleted pastes are remembered (410, idempotent deletes) this long")
 	fs.Var(&c.auditRetention, "audit-retention", `admin audit entries are kept this long, then purged by the cleanup run; "never" keeps them`)
+	fs.Var(&c.reportRetention, "report-retention", "abuse reports' contact addresses are erased this long after the report was filed, by the cleanup run")
 	c.registerPacing(fs, d.Pacing)
 }
 
@@ -133,7 +135,8 @@ func (c *expiryConfig) newExpirer(svc *services, users *cache.LatencyWindows, lo
 		WatchdogEvery: min(time.Minute, time.Duration(c.stuckAfter)/2), OutboxEvery: time.Duration(c.outboxEvery),
 		SweepSchedule: c.sweepSchedule, OrphanGrace: time.Duration(c.orphanGrace),
 		TombstoneRetention: time.Duration(c.tombstoneRetention), AuditRetention: time.Duration(c.auditRetention),
-		Host: host, Pacing: c.pacing,
+		ReportRetention: time.Duration(c.reportRetention),
+		Host:            host, Pacing: c.pacing,
 	}
 	locks := expiry.Locks{
 		Claim: svc.cache.NewLock("cleanup-claim", time.Duration(c.lockTTL), 2*time.Duration(c.lockTTL)),

@@ -123,6 +123,8 @@ func TestLimitsConfig(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
 		"PASTEBIN_RATE_CREATE":            "100/1h",
+		"PASTEBIN_RATE_REPORT":            "5/1d",
+		"PASTEBIN_REPORT_RETENTION":       "30d",
 		"PASTEBIN_RATE_DELETE_FAILURES":   "off",
 		"PASTEBIN_TRUSTED_PROXIES":        "10.0.0.0/8, 192.168.1.7,fd00::/8",
 		"PASTEBIN_MAX_CONCURRENT_UPLOADS": "4",
@@ -139,6 +141,13 @@ func TestLimitsConfig(t *testing.T) {
 	if api.Rate(got.createRate) != (api.Rate{Requests: 100, Window: time.Hour}) || api.Rate(got.deleteFailureRate).On() {
 		t.Errorf("rates: create %v, delete failures %v", api.Rate(got.createRate), api.Rate(got.deleteFailureRate))
 	}
+	if api.Rate(got.reportRate) != (api.Rate{Requests: 5, Window: 24 * time.Hour}) || time.Duration(cfg.expiry.reportRetention) != 30*24*time.Hour {
+		t.Errorf("report rate %v, report retention %v", api.Rate(got.reportRate), time.Duration(cfg.expiry.reportRetention))
+	}
+	if d, _ := parseServeConfig(nil, func(string) string { return "" }, io.Discard); api.Rate(d.limits.reportRate).String() != "20/1h" ||
+		time.Duration(d.expiry.reportRetention) != 90*24*time.Hour {
+		t.Errorf("defaults: report rate %v, retention %v; want 20/1h and 90 days", api.Rate(d.limits.reportRate), time.Duration(d.expiry.reportRetention))
+	}
 	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32"), netip.MustParsePrefix("fd00::/8")}
 	if diff := cmp.Diff(want, []netip.Prefix(got.trustedProxies), cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("trusted proxies (-want +got):\n%s", diff)
@@ -149,7 +158,7 @@ func TestLimitsConfig(t *testing.T) {
 	if api.UploadRate(got.minUploadRate) != (api.UploadRate{Bytes: 1024, Window: 10 * time.Second}) || got.clientIPHeader != "X-Real-Ip" {
 		t.Errorf("min upload rate %v, client address header %q", got.minUploadRate, got.clientIPHeader)
 	}
-	for k, v := range map[string]string{"PASTEBIN_RATE_CREATE": "lots", "PASTEBIN_TRUSTED_PROXIES": "10.0.0.0/33",
+	for k, v := range map[string]string{"PASTEBIN_RATE_CREATE": "lots", "PASTEBIN_RATE_REPORT": "many", "PASTEBIN_REPORT_RETENTION": "forever", "PASTEBIN_TRUSTED_PROXIES": "10.0.0.0/33",
 		"PASTEBIN_MIN_UPLOAD_RATE": "fast", "PASTEBIN_CLIENT_IP_HEADER": "Forwarded"} {
 		_, err := parseServeConfig(nil, func(key string) string { return map[string]string{k: v}[key] }, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), k) {

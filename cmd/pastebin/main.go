@@ -1,5 +1,5 @@
 // Command pastebin serves the pastebin HTTP API with its embedded expiry workers, and runs the
-// operator commands: migrate, cleanup, fsck, takedown, block, unblock; and, as an HTTP client of a
+// operator commands: migrate, cleanup, fsck, takedown, block, unblock, key; and, as an HTTP client of a
 // server, put, get and delete.
 package main
 
@@ -31,6 +31,8 @@ commands:
   takedown  take a paste down: takedown CODE --reason WHY [--legal] [--block]
   block     block content: block (HASH | --code CODE) --reason WHY [--legal] [--take-down]
   unblock   let blocked content be stored again: unblock HASH [--reason WHY]
+  key       creator keys: key create --label L [--rate 120/1m] | key list | key revoke ID
+            | key takedown ID --reason WHY [--legal] [--revoke]
 
 client commands (they speak HTTP to a server, -server or PASTEBIN_SERVER):
   put       create a paste: put [--encrypt] [--password P] [--burn | --max-views N]
@@ -66,6 +68,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		err = runBlock(ctx, rest, getenv, stdout)
 	case "unblock":
 		err = runUnblock(ctx, rest, getenv, stdout)
+	case "key":
+		err = runKey(ctx, rest, getenv, stdout)
 	case "put":
 		err = runPut(ctx, rest, getenv, terminalIO(stdout))
 	case "get":

@@ -45,6 +45,7 @@ type serveConfig struct {
 	renderCache     byteSize
 	decodedCache    byteSize
 	dedupTiming     string
+	createAccess    string
 	compression     string
 	migrate         bool
 	shutdownTimeout duration
@@ -56,8 +57,10 @@ type serveConfig struct {
 // server's timeouts and header size, which keep a slow client from holding a connection.
 type limitsConfig struct {
 	createRate        rate
+	reportRate        rate
 	deleteFailureRate rate
 	adminFailureRate  rate
+	spamThreshold     rate
 	trustedProxies    prefixList
 	clientIPHeader    headerName
 	maxUploads        int
@@ -74,15 +77,18 @@ type limitsConfig struct {
 // register adds the limits' flags, with their defaults in c.
 func (c *limitsConfig) register(fs *flag.FlagSet) {
 	*c = limitsConfig{
-		createRate: rate{Requests: 120, Window: time.Minute}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
-		adminFailureRate: rate{Requests: 10, Window: time.Minute}, clientIPHeader: "X-Forwarded-For",
-		maxUploads: 16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
+		createRate: rate{Requests: 120, Window: time.Minute}, reportRate: rate{Requests: 20, Window: time.Hour}, deleteFailureRate: rate{Requests: 10, Window: time.Minute},
+		adminFailureRate: rate{Requests: 10, Window: time.Minute}, spamThreshold: rate{Requests: 20, Window: 10 * time.Minute},
+		clientIPHeader: "X-Forwarded-For",
+		maxUploads:     16, maxClientUploads: 4, minUploadRate: uploadRate{Bytes: 4 << 10, Window: 5 * time.Second},
 		readHeaderTimeout: duration(10 * time.Second), readTimeout: duration(2 * time.Minute),
 		writeTimeout: duration(2 * time.Minute), idleTimeout: duration(2 * time.Minute), maxHeaderBytes: 64 << 10,
 	}
 	fs.Var(&c.createRate, "rate-create", `creates per client, such as 60/1m; "off" for no limit`)
+	fs.Var(&c.reportRate, "rate-report", `abuse reports filed per client (form and API together), such as 20/1h; "off" for no limit`)
 	fs.Var(&c.deleteFailureRate, "rate-delete-failures", `deletes with a wrong token per client, such as 10/1m; "off" for no limit`)
 	fs.Var(&c.adminFailureRate, "rate-admin-failures", `wrong admin tokens per client, bearer tokens and the console's sign-in together, such as 10/1m; "off" for no limit`)
+	fs.Var(&c.spamThreshold, "spam-threshold", `when a content is hot for the spam signal: distinct clients that created it within a window, such as 20/10m; "off" for no signal`)
 	fs.Var(&c.trustedProxies, "trusted-proxies", "comma-separated CIDR ranges of proxies whose client address header (-client-ip-header) is believed; empty: none")
 	fs.Var(&c.clientIPHeader, "client-ip-header", "the one header in which the trusted proxies name the client: X-Forwarded-For, or a header of one address such as X-Real-IP")
 	fs.IntVar(&c.maxUploads, "max-concurrent-uploads", c.maxUploads, "creates reading or storing a body at once; 0 for no bound")
@@ -106,6 +112,9 @@ func parseServeConfig(args []string, getenv func(string) string, stdout io.Write
 		return c, fmt.Errorf("expiry settings: %w", err)
 	}
 	if _, err := paste.ParseDedupTiming(c.dedupTiming); err != nil {
+		return c, err
+	}
+	if _, err := paste.ParseCreateAccess(c.createAccess); err != nil {
 		return c, err
 	}
 	if c.compression != "zstd" && c.compression != "off" {
@@ -148,6 +157,7 @@ func (c *serveConfig) flags(stdout io.Writer) *flag.FlagSet {
 	fs.Var(&c.renderCache, "render-cache-size", "memory for paste pages' highlighted content, in this process; 0: none")
 	fs.Var(&c.decodedCache, "decoded-cache-size", "memory for the original bytes and gzip of compressed pastes, made for clients that take no zstd, in this process; 0: none")
 	fs.StringVar(&c.compression, "compression", "zstd", `how new content is stored in S3: "zstd" (compressed when that makes it smaller) or "off" (as it is); reads serve either`)
+	fs.StringVar(&c.createAccess, "create-access", string(paste.AccessOpen), `who may create: "open" (anyone) or "keys" (only holders of a creator key, sent as Authorization: Bearer)`)
 	fs.StringVar(&c.dedupTiming, "dedup-timing", string(paste.DedupPad), `how a create of stored content hides that it was: "pad" (answers as late as an upload of its size) or "off" (answers at once, which tells)`)
 	fs.BoolVar(&c.migrate, "migrate", true, "apply pending database migrations at start-up")
 	fs.Var(&c.shutdownTimeout, "shutdown-timeout", "how long to wait for requests in flight on SIGTERM")
@@ -204,6 +214,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		BaseURL: cfg.baseURL, MaxPasteBytes: int64(cfg.maxPasteBytes), Expiry: cfg.expiryPolicy(),
 		CacheTTL: time.Duration(cfg.cacheTTL), CacheMaxBytes: int64(cfg.cacheMaxBytes), OpenAPISpec: pastebin.OpenAPISpec,
 		AdminTokenHash: cfg.adminHash, ConsoleIdleTimeout: time.Duration(cfg.consoleIdle), CreateRate: api.Rate(cfg.limits.createRate),
+		ReportRate: api.Rate(cfg.limits.reportRate), ReportRetention: time.Duration(cfg.expiry.reportRetention),
 		DeleteFailureRate: api.Rate(cfg.limits.deleteFailureRate), AdminFailureRate: api.Rate(cfg.limits.adminFailureRate),
 		RateKeyPrefix:  cfg.conn.redisPrefix + "rate:",
 		TrustedProxies: cfg.limits.trustedProxies, ClientIPHeader: string(cfg.limits.clientIPHeader),
@@ -213,7 +224,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxHeaderBytes:   int(cfg.limits.maxHeaderBytes),
 		RenderCacheBytes: int64(cfg.renderCache), MaxConcurrentRenders: cfg.limits.maxRenders,
 		DedupTiming: paste.DedupTiming(cfg.dedupTiming), Uncompressed: cfg.compression == "off",
+		CreateAccess:      paste.CreateAccess(cfg.createAccess),
 		DecodedCacheBytes: int64(cfg.decodedCache),
+		SpamThreshold:     paste.SpamThreshold{Clients: cfg.limits.spamThreshold.Requests, Window: cfg.limits.spamThreshold.Window},
 	}, api.Deps{Logger: logger, Store: svc.store, Bucket: svc.bucket, Cache: svc.cache, Registry: reg,
 		BlobsFreed: expirer.Kick, Cleanup: expirer, RateRedis: svc.cache.Client(), Draining: ctx.Done(),
 		UserLatency: users})

@@ -215,6 +215,8 @@
     if (field("expires_in").value) headers["Paste-Expires-In"] = field("expires_in").value;
     if (field("burn").checked) headers["Paste-Burn-After-Reading"] = "true";
     if (field("max_views").value) headers["Paste-Max-Views"] = field("max_views").value;
+    // A creator key typed into the form; one the browser keeps goes in its cookie.
+    if (field("creator_key") && field("creator_key").value) headers.Authorization = "Bearer " + field("creator_key").value.trim();
     let resp;
     try {
       resp = await fetch("/", { method: "POST", body: sealed.body, headers, credentials: "same-origin", cache: "no-store" });
