@@ -10,12 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"pastebin/api"
 	"pastebin/blob"
+	"pastebin/blob/codec"
+	"pastebin/cache"
 	"pastebin/store"
 )
 
@@ -315,4 +318,73 @@ func TestConsumeAnswersInTheClientsCoding(t *testing.T) {
 			t.Errorf("second POST: %d, want 410", again.StatusCode)
 		}
 	}
+}
+
+// TestGzipFormKeptInCache: the read that fills the cache keeps a compressed paste's gzip form in
+// Redis beside its entry, and every replica answers a client that takes gzip but not zstd with
+// that form as it is, with no transcode of its own (here none keeps forms in process). A form
+// another transcoder version made is not used: the answer is transcoded again. A delete's marker
+// drops the form with the entry.
+func TestGzipFormKeptInCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, withConfig(func(c *api.Config) { c.DecodedCacheBytes = 0 }))
+	text := sourceText(4 << 10)
+	p := e.create(text, "")
+	if r := e.get("/raw/"+p.code, "Accept-Encoding", "identity"); r.StatusCode != http.StatusOK {
+		t.Fatalf("first read: %d", r.StatusCode)
+	}
+	l := e.cache.Get(ctx, p.code, e.clock.now())
+	kept, version := e.cache.GzipForm(ctx, p.code)
+	if l.Result != cache.Hit || l.Paste.Encoding != "zstd" || kept == nil || version != codec.GzipVersion {
+		t.Fatalf("entry after the first read: %v, encoding %q, gzip form of %d bytes of version %q; want a zstd paste with a gzip form",
+			l.Result, l.Paste.Encoding, len(kept), version)
+	}
+	replica := e.replicaWith(e.cache)
+	r := replica.doRaw(replica.request(http.MethodGet, "/raw/"+p.code, nil, "Accept-Encoding", "gzip"))
+	if r.StatusCode != http.StatusOK || !bytes.Equal(r.body, kept) || string(undo(t, r)) != text {
+		t.Fatalf("gzip read on another replica: %d, %d bytes; want the kept gzip form, %d bytes, of the text",
+			r.StatusCode, len(r.body), len(kept))
+	}
+	checkCodingHeaders(t, r, "gzip")
+
+	// An entry whose gzip form says something else shows which form an answer took.
+	marker := strings.Repeat("the kept form ", 100)
+	for _, tc := range []struct {
+		version string
+		want    string
+	}{{codec.GzipVersion, marker}, {"0", text}} {
+		if err := e.cache.Forget(ctx, []string{p.code}); err != nil {
+			t.Fatal(err)
+		}
+		entry := l.Paste
+		entry.Gzip, entry.GzipVersion = gzipOf(t, marker), tc.version
+		e.cache.Put(ctx, e.cache.Get(ctx, p.code, e.clock.now()), entry, time.Hour, e.clock.now())
+		r := replica.doRaw(replica.request(http.MethodGet, "/raw/"+p.code, nil, "Accept-Encoding", "gzip"))
+		if got := string(undo(t, r)); r.StatusCode != http.StatusOK || got != tc.want {
+			t.Errorf("gzip read of an entry whose form is of version %q: %d, %d bytes, want %d", tc.version, r.StatusCode, len(got), len(tc.want))
+		}
+	}
+	if err := e.cache.MarkGone(ctx, p.code, store.ReasonOwner); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.rdb.Exists(ctx, e.cache.Key(p.code)+":gzip").Result(); err != nil || n != 0 {
+		t.Errorf("the gzip form after the delete's marker: %d keys, %v; want none", n, err)
+	}
+	if r := replica.doRaw(replica.request(http.MethodGet, "/raw/"+p.code, nil, "Accept-Encoding", "gzip")); r.StatusCode != http.StatusGone {
+		t.Errorf("gzip read after the delete's marker: %d, want 410", r.StatusCode)
+	}
+}
+
+func gzipOf(t *testing.T, s string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	z := kgzip.NewWriter(&buf)
+	if _, err := z.Write([]byte(s)); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

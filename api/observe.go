@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,20 @@ func observeRequests(logger *slog.Logger, metrics *httpMetrics, users interface{
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// series are the counter and histogram of each label set seen, looked up once: the vectors'
+	// own lookup hashes the labels and allocates on every request.
+	mu     sync.RWMutex
+	series map[seriesKey]seriesPair
+}
+
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+type seriesPair struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
@@ -58,15 +73,26 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method", "status"}),
 	}
+	m.series = map[seriesKey]seriesPair{}
 	reg.MustRegister(m.requests, m.duration)
 	return m
 }
 
 // record counts one answered request and its latency.
 func (m *httpMetrics) record(route, method string, status int, d time.Duration) {
-	labels := prometheus.Labels{"route": route, "method": method, "status": strconv.Itoa(status)}
-	m.requests.With(labels).Inc()
-	m.duration.With(labels).Observe(d.Seconds())
+	k := seriesKey{route, method, status}
+	m.mu.RLock()
+	s, ok := m.series[k]
+	m.mu.RUnlock()
+	if !ok {
+		code := strconv.Itoa(status)
+		s = seriesPair{m.requests.WithLabelValues(route, method, code), m.duration.WithLabelValues(route, method, code)}
+		m.mu.Lock()
+		m.series[k] = s
+		m.mu.Unlock()
+	}
+	s.requests.Inc()
+	s.duration.Observe(d.Seconds())
 }
 
 // statusWriter remembers the status a handler wrote, and how many bytes of body.

@@ -94,13 +94,21 @@ func handlePasteText(st *site.Site, rd *paste.Reader, reps *representation.Serve
 		c, err := storedContent(f.Paste, f.StoredBytes(), func(ctx context.Context) (io.ReadCloser, error) {
 			return rd.Stored(ctx, f)
 		})
-		c.Key = f.Paste.Code + " " + f.Paste.BlobKey // the forms kept are this paste's alone
+		c.Key = formsKey(f.Paste)
+		// A cache hit's gzip form kept in Redis, for the pastes that may be answered in gzip.
+		if f.StoredBytes() != nil && c.Encoding == codec.Zstd && c.Size > codec.MinGzipSize {
+			c.KeptGzip = func(ctx context.Context) []byte { return rd.KeptGzip(ctx, f) }
+		}
 		if err == nil {
 			err = reps.Serve(w, r, c)
 		}
 		answerServeError(w, r, st, logger, f.Paste, err)
 	})
 }
+
+// formsKey names p's blob in representation.Server's kept forms: p's alone, so that no read is
+// faster because another paste of the same bytes was read.
+func formsKey(p store.Paste) string { return p.Code + " " + p.BlobKey }
 
 // storedContent is p's bytes as stored, for representation.Server: stored when they are in
 // memory, else open fetches them.
@@ -115,14 +123,14 @@ func storedContent(p store.Paste, stored []byte, open func(context.Context) (io.
 // answerServeError answers what representation.Server.Serve returned: nothing on success; a log
 // line once the body was under way; else the error.
 func answerServeError(w http.ResponseWriter, r *http.Request, st *site.Site, logger *slog.Logger, p store.Paste, err error) {
-	var cut *representation.CutShort
-	switch {
-	case err == nil:
-	case errors.As(err, &cut):
-		logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(p.Code), "err", err)
-	default:
-		st.Error(w, r, err)
+	if err == nil {
+		return // before errors.As, whose target would cost every read an allocation
 	}
+	if cut := (*representation.CutShort)(nil); errors.As(err, &cut) {
+		logger.WarnContext(r.Context(), "raw read cut short", "code_hash", redact.Code(p.Code), "err", err)
+		return
+	}
+	st.Error(w, r, err)
 }
 
 // setRawHeaders marks the bytes as plain text a browser must neither sniff nor run, whatever they

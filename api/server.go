@@ -109,8 +109,11 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 	deps.Logger = slog.New(request.LogHandler(deps.Logger.Handler())) // every line of a request names it
 	st := site.New(cfg.BaseURL, deps.Logger, web.Assets(), admin.Assets())
 	cd := codec.New()
-	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache, cd,
-		paste.ReadConfig{CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes}, deps.Now, deps.Registry)
+	reps := representation.NewServer(cd, cfg.DecodedCacheBytes)
+	reader := paste.NewReader(deps.Store, deps.Bucket, deps.Cache, cd, paste.ReadConfig{
+		CacheTTL: cfg.CacheTTL, CacheMaxBytes: cfg.CacheMaxBytes,
+		Filled: func(p store.Paste, original, gzip []byte) { reps.Keep(formsKey(p), original, gzip) },
+	}, deps.Now, deps.Registry)
 	remover := paste.NewRemover(deps.Store, deps.Cache, deps.BlobsFreed, deps.Logger)
 	keys := paste.NewKeys(deps.Store, remover, deps.Now)
 	lim := newLimits(cfg, deps, keys)
@@ -128,7 +131,7 @@ func NewServer(cfg Config, deps Deps) http.Handler {
 		}, deps.Now, deps.Logger),
 		spam:   spam,
 		keys:   keys,
-		reps:   representation.NewServer(cd, cfg.DecodedCacheBytes),
+		reps:   reps,
 		reader: reader, consumer: paste.NewConsumer(reader, remover), remover: remover, reporter: paste.NewReporter(deps.Store), cases: paste.NewCases(deps.Store, remover),
 		deleter: &limitedDelete{remover: remover, failures: lim.failures, refused: lim.refused, rate: cfg.DeleteFailureRate},
 		limits:  lim, auth: auth,

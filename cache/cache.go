@@ -5,12 +5,13 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,25 +19,31 @@ import (
 
 // Paste is a cached paste: what a read needs, and the bytes when the paste is small.
 type Paste struct {
-	Code        string `json:"code"`
-	ContentHash []byte `json:"hash"`
-	BlobKey     string `json:"key"`
-	Size        int64  `json:"size"` // of the original bytes
+	Code        string
+	ContentHash []byte
+	BlobKey     string
+	Size        int64 // of the original bytes
 	// Encoding is how Content (and the blob) is stored: "" the original bytes, "zstd" a frame of
 	// StoredSize bytes. The cache holds a paste as S3 does, compressed.
-	Encoding   string `json:"enc,omitempty"`
-	StoredSize int64  `json:"stored,omitempty"`
-	Title      string `json:"title,omitempty"`
-	Language   string `json:"lang,omitempty"`
-	Filename   string `json:"file,omitempty"`
+	Encoding   string
+	StoredSize int64
+	Title      string
+	Language   string
+	Filename   string
 	// Encryption is an end-to-end encrypted paste's format: its content is ciphertext.
-	Encryption string    `json:"e2e,omitempty"`
-	CreatedAt  time.Time `json:"created"`
-	ExpiresAt  time.Time `json:"expires"` // zero: never
-	Content    []byte    `json:"-"`       // nil when the paste is too big to cache
+	Encryption string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // zero: never
+	Content    []byte    // nil when the paste is too big to cache
+	// Gzip is the gzip form of the original bytes, kept beside a compressed Content so that a reader
+	// that takes gzip but not zstd is answered without a transcode; GzipVersion names the
+	// transcoder that made it (codec.GzipVersion). Put writes it in a key of its own (gzipKey), read
+	// by GzipForm alone: Get never fetches its bytes.
+	Gzip        []byte
+	GzipVersion string
 	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
 	// before it read the database. An entry from another incarnation is not trusted.
-	Server string `json:"srv"`
+	Server string
 }
 
 // Result is what a lookup found.
@@ -90,6 +97,12 @@ func (c *Cache) Close() error { return c.rdb.Close() }
 // Key is the Redis key of a paste.
 func (c *Cache) Key(code string) string { return c.prefix + "paste:" + code }
 
+// gzipKey holds the gzip form of code's paste: its transcoder's version, a space, the form. It is
+// read only beside the paste's entry, and trusted only when the entry is a Hit, whose checks (the
+// marker of a delete, the expiry, the server) then hold for it too; a code names one paste for
+// far longer than the key lives (Put gives it the entry's time to live).
+func (c *Cache) gzipKey(code string) string { return c.Key(code) + ":gzip" }
+
 // Reachable reports whether Redis answered the last commands this process sent (no outage now).
 func (c *Cache) Reachable() bool { return !c.outage.failing.Load() }
 
@@ -140,6 +153,24 @@ func (c *Cache) Get(ctx context.Context, code string, now time.Time) Lookup {
 	return judgeExpiry(p, now, l)
 }
 
+// GzipForm returns the gzip form kept beside code's entry and the version of the transcoder that
+// made it, or nil. The caller trusts it only for a paste it found live in this cache (a Hit), whose
+// checks then hold for the form too.
+func (c *Cache) GzipForm(ctx context.Context, code string) ([]byte, string) {
+	v, err := c.rdb.Get(ctx, c.gzipKey(code)).Bytes()
+	if err != nil {
+		if !errors.Is(err, redis.Nil) {
+			c.note(ctx, err)
+		}
+		return nil, ""
+	}
+	version, form, ok := bytes.Cut(v, []byte(" "))
+	if !ok || len(form) == 0 {
+		return nil, ""
+	}
+	return form, string(version)
+}
+
 // judgeExpiry decides a trusted entry by its expiry: well past it, Gone; near it, by SkewMargin
 // either way, a Miss the database decides; before it, a Hit.
 func judgeExpiry(p Paste, now time.Time, miss Lookup) Lookup {
@@ -180,7 +211,12 @@ func (c *Cache) Put(ctx context.Context, l Lookup, p Paste, ttl time.Duration, n
 		c.logger.ErrorContext(ctx, "cache entry not encodable", "err", err)
 		return
 	}
-	c.note(ctx, putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Err())
+	put, err := putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Int()
+	if err == nil && put == 1 && p.Gzip != nil && p.GzipVersion != "" {
+		form := append(append(make([]byte, 0, len(p.GzipVersion)+1+len(p.Gzip)), p.GzipVersion+" "...), p.Gzip...)
+		err = c.rdb.Set(ctx, c.gzipKey(p.Code), form, ttl).Err()
+	}
+	c.note(ctx, err)
 }
 
 // markGoneFor is how long MarkGone keeps trying. A failure is this client's view of Redis, not
@@ -210,6 +246,7 @@ func (c *Cache) MarkAllGone(ctx context.Context, codes []string, reason string) 
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, code := range codes {
 				p.Set(ctx, c.Key(code), value, goneTTL)
+				p.Del(ctx, c.gzipKey(code)) // never read without the entry; dropped for the memory
 			}
 			return nil
 		})
@@ -233,6 +270,7 @@ func (c *Cache) Forget(ctx context.Context, codes []string) error {
 	_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, code := range codes {
 			p.Del(ctx, c.Key(code))
+			p.Del(ctx, c.gzipKey(code)) // a key of its own: on a cluster, maybe another slot
 		}
 		return nil
 	})
@@ -254,25 +292,50 @@ func (c *Cache) note(ctx context.Context, err error) error {
 	return err
 }
 
-// An entry is a version byte, the length of the JSON header, the header, then the content as
-// stored. Entries from before version 4 are misses: version 1 from before entries were stamped with
-// their server, 2 from before compression (its content the original bytes), 3 from before encrypted
-// pastes, whose entry would read as plain text without its format. A reader of an older version
-// finds version 4 an unknown format, a miss.
-const entryVersion = 4
+// An entry is a version byte, the length of the header, the header, then the content as stored.
+// The header is binary (entryHeader): its fields in a fixed order, each string length-prefixed,
+// decoded with one allocation for all of its strings. Entries from before version 5 are misses:
+// version 1 from before entries were stamped with their server, 2 from before compression (its
+// content the original bytes), 3 from before encrypted pastes, whose entry would read as plain text
+// without its format, 4 with a JSON header. A reader of an older version finds version 5 an unknown
+// format, a miss.
+const entryVersion = 5
 
 // errOldEntry says an entry was written in an older format: a miss, not worth a log line.
 var errOldEntry = errors.New("entry of an older format")
 
+// Flags of an entry's header: which of its times are set.
+const (
+	entryCreated = 1 << iota
+	entryExpires
+)
+
 func encode(p Paste) ([]byte, error) {
-	meta, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 5, 5+64+len(p.Code)+len(p.ContentHash)+len(p.BlobKey)+len(p.Encoding)+len(p.Title)+
+		len(p.Language)+len(p.Filename)+len(p.Encryption)+len(p.Server)+len(p.Content))
+	buf[0] = entryVersion
+	var flags byte
+	if !p.CreatedAt.IsZero() {
+		flags |= entryCreated
 	}
-	buf := make([]byte, 0, 5+len(meta)+len(p.Content))
-	buf = append(buf, entryVersion)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(meta)))
-	buf = append(buf, meta...)
+	if !p.ExpiresAt.IsZero() {
+		flags |= entryExpires
+	}
+	buf = append(buf, flags)
+	buf = binary.AppendVarint(buf, p.Size)
+	buf = binary.AppendVarint(buf, p.StoredSize)
+	buf = binary.AppendVarint(buf, p.CreatedAt.UnixNano())
+	buf = binary.AppendVarint(buf, p.ExpiresAt.UnixNano())
+	for _, s := range [...]string{p.Code, string(p.ContentHash), p.BlobKey, p.Encoding, p.Title, p.Language,
+		p.Filename, p.Encryption, p.Server} {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		buf = append(buf, s...)
+	}
+	n := len(buf) - 5
+	if uint64(n) > math.MaxUint32 {
+		return nil, errors.New("entry header too long")
+	}
+	binary.BigEndian.PutUint32(buf[1:5], uint32(n))
 	return append(buf, p.Content...), nil
 }
 
@@ -287,12 +350,83 @@ func decode(raw []byte) (Paste, error) {
 	if uint64(len(raw)-5) < uint64(n) {
 		return Paste{}, errors.New("truncated entry")
 	}
-	var p Paste
-	if err := json.Unmarshal(raw[5:5+n], &p); err != nil {
+	h := entryHeader{rest: raw[5 : 5+n]}
+	p, err := h.paste()
+	if err != nil {
 		return Paste{}, err
 	}
 	if rest := raw[5+n:]; len(rest) > 0 {
 		p.Content = rest
 	}
 	return p, nil
+}
+
+// entryHeader reads an entry's header, in the order encode writes it.
+type entryHeader struct {
+	rest []byte
+	err  error
+}
+
+func (h *entryHeader) paste() (Paste, error) {
+	if len(h.rest) == 0 {
+		return Paste{}, errors.New("empty entry header")
+	}
+	// One string holds the whole header: each string field is a piece of it.
+	header := string(h.rest)
+	at := func() int { return len(header) - len(h.rest) }
+	flags := h.rest[0]
+	h.rest = h.rest[1:]
+	p := Paste{Size: h.varint(), StoredSize: h.varint()}
+	created, expires := h.varint(), h.varint()
+	if flags&entryCreated != 0 {
+		p.CreatedAt = time.Unix(0, created).UTC()
+	}
+	if flags&entryExpires != 0 {
+		p.ExpiresAt = time.Unix(0, expires).UTC()
+	}
+	var fields [9]string
+	for i := range fields {
+		n := h.skip()
+		fields[i] = header[at()-n : at()]
+	}
+	if h.err != nil {
+		return Paste{}, h.err
+	}
+	if len(h.rest) != 0 {
+		return Paste{}, errors.New("entry header too long")
+	}
+	p.Code, p.BlobKey, p.Encoding, p.Title, p.Language = fields[0], fields[2], fields[3], fields[4], fields[5]
+	p.Filename, p.Encryption, p.Server = fields[6], fields[7], fields[8]
+	if fields[1] != "" {
+		p.ContentHash = []byte(fields[1])
+	}
+	return p, nil
+}
+
+func (h *entryHeader) varint() int64 {
+	v, n := binary.Varint(h.rest)
+	if n <= 0 {
+		h.fail()
+		return 0
+	}
+	h.rest = h.rest[n:]
+	return v
+}
+
+// skip passes over a string and returns its length.
+func (h *entryHeader) skip() int {
+	l, n := binary.Uvarint(h.rest)
+	if n <= 0 || uint64(len(h.rest)-n) < l {
+		h.fail()
+		return 0
+	}
+	h.rest = h.rest[n+int(l):]
+	return int(l)
+}
+
+func (h *entryHeader) fail() {
+	if h.err == nil {
+		h.err = errors.New("truncated entry header")
+	}
+	h.rest = nil
 }

@@ -16,8 +16,8 @@ import (
 
 // Tests of the cache against the single test Redis and the test Redis Cluster alike.
 
-// TestPutGetMarkGone: entries are written, read, expire and are replaced by delete markers on
-// every master of a cluster (one key alone would sit on one master, which a client talking to its
+// TestPutGetMarkGone: entries (and the gzip forms beside them, which Get does not read) are
+// written, read, expire and are replaced by delete markers on every master of a cluster (one key alone would sit on one master, which a client talking to its
 // seed node alone reaches as well, a third of the time).
 func TestPutGetMarkGone(t *testing.T) {
 	t.Parallel()
@@ -28,11 +28,15 @@ func TestPutGetMarkGone(t *testing.T) {
 		codes := cachetest.OnEveryMaster(t, rdb, c.Key, func(i int) string { return fmt.Sprintf("code%07d", i) })
 		now := time.Now()
 		for _, code := range codes {
-			p := cache.Paste{Code: code, Size: 2, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Content: []byte("hi")}
+			p := cache.Paste{Code: code, Size: 2, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Content: []byte("hi"),
+				Gzip: []byte("gz"), GzipVersion: "v"}
 			miss := c.Get(ctx, p.Code, now)
 			c.Put(ctx, miss, p, time.Hour, now)
-			if l := c.Get(ctx, p.Code, now); l.Result != cache.Hit || string(l.Paste.Content) != "hi" {
-				t.Fatalf("Get %s after Put: %v %q, want a hit with the content", code, l.Result, l.Paste.Content)
+			if l := c.Get(ctx, p.Code, now); l.Result != cache.Hit || string(l.Paste.Content) != "hi" || l.Paste.Gzip != nil {
+				t.Fatalf("Get %s after Put: %v %q, gzip form %q; want a hit with the content alone", code, l.Result, l.Paste.Content, l.Paste.Gzip)
+			}
+			if gz, version := c.GzipForm(ctx, p.Code); string(gz) != "gz" || version != "v" {
+				t.Fatalf("GzipForm %s after Put: %q of version %q; want the form", code, gz, version)
 			}
 			if l := c.Get(ctx, p.Code, p.ExpiresAt.Add(cache.SkewMargin)); l.Result != cache.Gone {
 				t.Errorf("Get %s past the expiry: %v, want Gone", code, l.Result)
@@ -43,6 +47,9 @@ func TestPutGetMarkGone(t *testing.T) {
 			c.Put(ctx, miss, p, time.Hour, now) // a reader that read the database before the delete
 			if l := c.Get(ctx, p.Code, now); l.Result != cache.Gone || l.Reason != "owner" {
 				t.Errorf("Get %s after MarkGone and a late Put: %v %q, want Gone \"owner\"", code, l.Result, l.Reason)
+			}
+			if gz, _ := c.GzipForm(ctx, p.Code); gz != nil {
+				t.Errorf("GzipForm %s after MarkGone: %q, want none", code, gz)
 			}
 		}
 		if n, want := cachetest.MastersHolding(t, rdb, prefix), len(cachetest.Masters(t, rdb)); n != want {
@@ -117,7 +124,8 @@ func TestCallerGivingUpIsNoOutage(t *testing.T) {
 
 // TestEntryFromBeforeEncryption: an entry a replica wrote before encrypted pastes existed (version
 // 2, before compression, or 3) is a miss: the paste may be an encrypted one, whose entry would say
-// nothing of its format, and its readers would take the ciphertext for the text.
+// nothing of its format, and its readers would take the ciphertext for the text. So is one with a
+// JSON header (version 4, whose header would say it), which the binary header replaced.
 func TestEntryFromBeforeEncryption(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -132,7 +140,7 @@ func TestEntryFromBeforeEncryption(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Second)
 	header := fmt.Sprintf(`{"code":"oldentry123","hash":"AQI=","key":"blobs/01/x","size":2,"created":%q,"expires":%q,"srv":%q}`,
 		now.Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339), runID)
-	for _, version := range []byte{2, 3} {
+	for _, version := range []byte{2, 3, 4} {
 		raw := append([]byte{version, 0, 0, 0, byte(len(header))}, header...)
 		raw = append(raw, "hi"...)
 		if err := rdb.Set(ctx, c.Key("oldentry123"), raw, time.Hour).Err(); err != nil {

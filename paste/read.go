@@ -21,6 +21,9 @@ import (
 type ReadConfig struct {
 	CacheTTL      time.Duration // longest time a paste stays in Redis
 	CacheMaxBytes int64         // pastes up to this size are cached with their bytes
+	// Filled, when set, is given the forms a read made of a compressed paste as it filled the cache:
+	// its original bytes and their gzip form (gzipForm), for the caller to keep in memory.
+	Filled func(p store.Paste, original, gzip []byte)
 }
 
 // Reader runs the read flow (docs/design.md, "Read"): Redis first, then PostgreSQL, then S3,
@@ -55,6 +58,21 @@ func (f Found) StoredBytes() []byte {
 		return nil
 	}
 	return f.stored
+}
+
+// KeptGzip returns the gzip form of the original bytes (codec.Gzip's) that the cache keeps beside
+// the entry it found, or nil: for a paste whose stored bytes came from the cache (StoredBytes),
+// whose entry's checks hold for the form too. One more round trip to Redis, which a reader pays
+// rather than a transcode: only when it has no form of its own.
+func (rd *Reader) KeptGzip(ctx context.Context, f Found) []byte {
+	if f.StoredBytes() == nil {
+		return nil
+	}
+	gz, version := rd.cache.GzipForm(ctx, f.Paste.Code)
+	if version != codec.GzipVersion {
+		return nil
+	}
+	return gz
 }
 
 // Find locates a live paste: Redis first, then PostgreSQL, whose status and expiry decide
@@ -111,8 +129,8 @@ func (d decoded) Close() error { return errors.Join(d.ReadCloser.Close(), d.blob
 
 // Stored returns the bytes of a paste that is OpenToGet as they are stored (Paste.Encoding),
 // filling the cache on the way: with the bytes for small pastes, with the metadata alone for big
-// ones, which are streamed. The cache holds them as S3 does. Any other paste answers
-// ErrReadByPost, whatever the caller checked before.
+// ones, which are streamed. The cache holds them as S3 does, and beside a compressed paste's, its
+// gzip form (gzipForm). Any other paste answers ErrReadByPost, whatever the caller checked before.
 func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	if !OpenToGet(f.Paste) {
 		return nil, &ReadByPostError{Paste: f.Paste}
@@ -128,8 +146,37 @@ func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd.cache.Put(ctx, f.lookup, toCache(f.Paste, data), rd.cfg.CacheTTL, rd.now())
+	entry := toCache(f.Paste, data)
+	original, gz := rd.gzipForm(f.Paste, data)
+	if gz != nil {
+		entry.Gzip, entry.GzipVersion = gz, codec.GzipVersion
+		if rd.cfg.Filled != nil {
+			rd.cfg.Filled(f.Paste, original, gz)
+		}
+	}
+	rd.cache.Put(ctx, f.lookup, entry, rd.cfg.CacheTTL, rd.now())
 	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
+// gzipForm is the original bytes of a compressed paste and their gzip form, made when the cache is filled
+// so that every replica answers clients that take gzip but not zstd (Safari, Go's and many other
+// HTTP clients) without a transcode of its own: once per fill, rather than on the first such read
+// in each replica, whose kept forms a restart loses. It costs the fill a decode and a gzip, and
+// Redis about as many bytes again as the frame, in a key that only gzip reads fetch. Nil for what is never sent as gzip: a blob stored as
+// it is, a paste of codec.MinGzipSize or less. A blob that does not decode gets none: the read
+// that needs its bytes decodes them itself, and answers the error.
+func (rd *Reader) gzipForm(p store.Paste, stored []byte) (original, gz []byte) {
+	if p.Encoding != string(codec.Zstd) || p.Size <= codec.MinGzipSize {
+		return nil, nil
+	}
+	original, err := rd.decode(stored, p)
+	if err != nil {
+		return nil, nil
+	}
+	if gz, err = rd.codec.GzipBytes(original); err != nil {
+		return nil, nil
+	}
+	return original, gz
 }
 
 // Bytes is Body read whole, for the reads that need all of a paste at once: a page, a JSON answer.

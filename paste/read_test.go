@@ -1,6 +1,8 @@
 package paste
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -14,6 +16,7 @@ import (
 	"pastebin/blob/blobtest"
 	"pastebin/blob/codec"
 	"pastebin/cache/cachetest"
+	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
@@ -77,6 +80,71 @@ func TestBodyOnlyForGets(t *testing.T) {
 		body.Close()
 		if string(data) != string(content) {
 			t.Errorf("Body of a paste without a view limit: %q", data)
+		}
+	}
+}
+
+// TestFillKeepsGzipForm: the read that fills the cache with a compressed paste of more than 1 KiB
+// keeps its gzip form beside the entry and hands it, with the original bytes, to Filled; a paste
+// of 1 KiB or less gets none, since no read answers it in gzip.
+func TestFillKeepsGzipForm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	s, b := storetest.New(t, logger), blobtest.New(t)
+	c, _ := cachetest.New(t, logger)
+	cd := codec.New()
+	creator := NewCreator(s, b, cd, CreateConfig{Expiry: ExpiryPolicy{Default: time.Hour}, DedupTiming: DedupOff}, time.Now, logger)
+	var filled [][]byte
+	rd := NewReader(s, b, c, cd, ReadConfig{CacheTTL: time.Hour, CacheMaxBytes: 1 << 20,
+		Filled: func(_ store.Paste, original, gzip []byte) { filled = append(filled, original, gzip) }}, time.Now, prometheus.NewRegistry())
+	for _, tt := range []struct {
+		name    string
+		content []byte
+		kept    bool
+	}{
+		{"compressed, 4 KiB", bytes.Repeat([]byte("a line of text\n"), 4<<10/15), true},
+		{"compressed, 1 KiB", bytes.Repeat([]byte("x"), codec.MinGzipSize), false},
+	} {
+		filled = nil
+		hash := sha256.Sum256(tt.content)
+		in := Input{Content: tt.content, Hash: hash[:]}
+		if err := in.Tidy(); err != nil {
+			t.Fatal(err)
+		}
+		made, err := creator.Create(ctx, in, IdempotencyKey{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := rd.Find(ctx, made.Paste.Code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := rd.Stored(ctx, f) // the miss's read fills the cache
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored.Close()
+		hit, err := rd.Find(ctx, made.Paste.Code)
+		if err != nil || hit.StoredBytes() == nil {
+			t.Fatalf("%s: no cache hit after the fill: %v", tt.name, err)
+		}
+		gz := rd.KeptGzip(ctx, hit)
+		if !tt.kept {
+			if gz != nil || filled != nil {
+				t.Errorf("%s: a gzip form kept (%d bytes), %d forms handed over; want none", tt.name, len(gz), len(filled))
+			}
+			continue
+		}
+		z, err := gzip.NewReader(bytes.NewReader(gz))
+		if err != nil {
+			t.Fatalf("%s: the kept gzip form: %v", tt.name, err)
+		}
+		if got, err := io.ReadAll(z); err != nil || !bytes.Equal(got, tt.content) {
+			t.Errorf("%s: the kept gzip form undoes to %d bytes, %v; want the content", tt.name, len(got), err)
+		}
+		if len(filled) != 2 || !bytes.Equal(filled[0], tt.content) || !bytes.Equal(filled[1], gz) {
+			t.Errorf("%s: Filled got %d forms; want the content and the kept gzip form", tt.name, len(filled))
 		}
 	}
 }

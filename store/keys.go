@@ -122,7 +122,7 @@ type Revocation struct {
 
 // RevokeKey revokes the key id (ErrNotFound if there is none); revoking a revoked key changes
 // nothing. It first takes the key's lock exclusively, which waits for the creates with the key in
-// flight (they hold it shared, see guardKey): every create commits before the revocation, and is
+// flight (they hold it shared, see queueCreate): every create commits before the revocation, and is
 // counted in Pastes, or sees it and writes nothing. The audit entry is in the same transaction.
 func (s *Store) RevokeKey(ctx context.Context, id int64, reason string, by Actor) (Revocation, error) {
 	var rev Revocation
@@ -307,27 +307,4 @@ func lockKey(ctx context.Context, tx pgx.Tx, id int64) error {
 		return fmt.Errorf("lock a creator key: %w", err)
 	}
 	return nil
-}
-
-// guardKey refuses a create whose key is revoked, first thing in its transaction, and holds the
-// key's lock shared until commit: a concurrent revocation or takedown by key either waits for this
-// create, or committed first and is seen here. A check outside the lock could pass just before a
-// revocation commits and let the paste commit after it. The two statements go in one round trip.
-func guardKey(ctx context.Context, tx pgx.Tx, id int64) error {
-	batch := &pgx.Batch{}
-	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1::integer, $2::integer)`, keyLockClass, int32(id))
-	batch.Queue(`SELECT EXISTS (SELECT 1 FROM creator_keys WHERE id = $1::bigint AND revoked_at IS NULL)`, id)
-	br := tx.SendBatch(ctx, batch)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("take the creator key's lock: %w", err)
-	}
-	var active bool
-	if err := br.QueryRow().Scan(&active); err != nil {
-		return fmt.Errorf("check the creator key: %w", err)
-	}
-	if !active {
-		return ErrKeyRevoked
-	}
-	return br.Close()
 }

@@ -73,7 +73,7 @@ type NewPaste struct {
 	Encryption     string    // the format of encrypted content; "" for plain text
 	ExpiresAt      time.Time // zero: never expires
 	Idempotency    *Idempotency
-	CreatorKeyID   int64 // the creator key that creates it (checked in the transaction, guardKey); 0 for none
+	CreatorKeyID   int64 // the creator key that creates it (checked in the create's transaction, queueCreate); 0 for none
 }
 
 // GoneError says why a paste is no longer served. It matches ErrGone.
@@ -92,17 +92,25 @@ func HashToken(token string) []byte {
 
 // CreatePasteShared is the dedup fast path: if content with p.ContentHash is already stored, one
 // transaction takes another reference to it and inserts the paste, with no upload at all.
-// It answers ErrNoContent when the content is not stored yet.
+// It answers ErrNoContent when the content is not stored yet, ErrBlocked when it is blocked. A look
+// outside any transaction tells new content (the usual create) in one round trip; the transaction
+// decides for content that was stored or blocked then, and answers ErrNoContent too if the content
+// went since. Content that comes between the look and the upload is the concurrent creator's case
+// of CreatePasteWithBlob.
 func (s *Store) CreatePasteShared(ctx context.Context, p NewPaste) (Paste, error) {
-	return s.createPaste(ctx, p, func(tx pgx.Tx) (storedBlob, error) {
-		var b storedBlob
-		err := tx.QueryRow(ctx,
-			`UPDATE content SET ref_count = ref_count + 1 WHERE content_hash = $1 RETURNING `+storedBlobColumns,
-			p.ContentHash).Scan(&b.key, &b.encoding, &b.size)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return b, ErrNoContent
-		}
-		return b, err
+	var known bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM content WHERE content_hash = $1)
+		OR EXISTS (SELECT 1 FROM blocked_content WHERE content_hash = $1)`, p.ContentHash).Scan(&known)
+	if err != nil {
+		return Paste{}, fmt.Errorf("look for stored content: %w", err)
+	}
+	if !known {
+		return Paste{}, ErrNoContent
+	}
+	return s.createPaste(ctx, p, newContent{
+		sql: `UPDATE content SET ref_count = ref_count + 1
+		      WHERE content_hash = $1 AND NOT (SELECT blocked FROM guard)
+		      RETURNING ` + storedBlobColumns,
 	})
 }
 
@@ -115,7 +123,7 @@ type storedBlob struct {
 
 // storedBlobColumns read a content row's storedBlob: a NULL encoding is the original bytes,
 // as every blob stored before compression is, and then the stored size is the original's.
-const storedBlobColumns = `blob_key, coalesce(encoding, ''), coalesce(stored_bytes, size_bytes)`
+const storedBlobColumns = `blob_key, coalesce(encoding, '') AS encoding, coalesce(stored_bytes, size_bytes) AS stored`
 
 // CreatePasteWithBlob creates p on content just uploaded under the fresh key blobKey. If a concurrent
 // creator stored the same content first, its row wins and blobKey goes to the deletion outbox in the
@@ -125,61 +133,74 @@ func (s *Store) CreatePasteWithBlob(ctx context.Context, p NewPaste, blobKey str
 	if p.Encoding != "" {
 		encoding = &p.Encoding
 	}
-	return s.createPaste(ctx, p, func(tx pgx.Tx) (storedBlob, error) {
-		var b storedBlob
-		err := tx.QueryRow(ctx, `
-			INSERT INTO content (content_hash, blob_key, size_bytes, encoding, stored_bytes, ref_count)
-			VALUES ($1, $2, $3, $4, CASE WHEN $4::text IS NOT NULL THEN $5::bigint END, 1)
-			ON CONFLICT (content_hash) DO UPDATE SET ref_count = content.ref_count + 1
-			RETURNING `+storedBlobColumns, p.ContentHash, blobKey, p.Size, encoding, p.StoredSize,
-		).Scan(&b.key, &b.encoding, &b.size)
-		if err != nil || b.key == blobKey {
-			return b, err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO blob_deletions (blob_key) VALUES ($1) ON CONFLICT DO NOTHING`, blobKey)
-		return b, err
+	return s.createPaste(ctx, p, newContent{
+		sql: `INSERT INTO content (content_hash, blob_key, size_bytes, encoding, stored_bytes, ref_count)
+		      SELECT $1, $11::text, $12::bigint, $13::text, CASE WHEN $13::text IS NOT NULL THEN $14::bigint END, 1
+		      FROM guard WHERE NOT blocked
+		      ON CONFLICT (content_hash) DO UPDATE SET ref_count = content.ref_count + 1
+		      RETURNING ` + storedBlobColumns,
+		also: `, duplicate AS (
+		      INSERT INTO blob_deletions (blob_key) SELECT $11 FROM taken WHERE blob_key <> $11
+		      ON CONFLICT DO NOTHING)`,
+		args: []any{blobKey, p.Size, encoding, p.StoredSize},
 	})
 }
 
-// createPaste runs takeContent and the paste insert in one transaction, so a reference is counted
-// exactly when the paste that holds it exists. Blocked content is refused first (ErrBlocked), so
-// such a create writes nothing.
-func (s *Store) createPaste(ctx context.Context, p NewPaste, takeContent func(pgx.Tx) (storedBlob, error)) (Paste, error) {
+// newContent is how a create takes its content: sql, a statement that returns the content row's
+// storedBlobColumns and nothing when the content is blocked (the CTE guard says), also, more CTEs
+// that may read its row (taken), and args, its parameters from $11.
+type newContent struct {
+	sql, also string
+	args      []any
+}
+
+// createPaste takes the content (content.sql) and inserts the paste in one transaction, so a
+// reference is counted exactly when the paste that holds it exists. Blocked content is refused
+// first (ErrBlocked), so such a create writes nothing. The transaction is two round trips: its
+// BEGIN, the block lock and one statement that does the rest (queueCreate) sent together, and its
+// COMMIT (with an Idempotency-Key, the key's statements before it).
+func (s *Store) createPaste(ctx context.Context, p NewPaste, content newContent) (Paste, error) {
 	created := Paste{
 		ContentHash: p.ContentHash, Size: p.Size, Title: p.Title, Language: p.Language,
 		Filename: p.Filename, MaxViews: p.MaxViews, ViewsLeft: p.MaxViews, Encryption: p.Encryption,
 		ExpiresAt: p.ExpiresAt,
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if p.CreatorKeyID != 0 {
-			if err := guardKey(ctx, tx, p.CreatorKeyID); err != nil {
-				return err
-			}
-		}
-		if err := guardBlocked(ctx, tx, p.ContentHash); err != nil {
-			return err
-		}
-		b, err := takeContent(tx)
+	for attempt := 0; attempt < 8; attempt++ {
+		code, err := newShortCode()
 		if err != nil {
+			return Paste{}, err
+		}
+		var b storedBlob
+		var createdAt time.Time
+		queue := func(batch *pgx.Batch) { queueCreate(batch, p, code, content) }
+		read := func(br pgx.BatchResults) (err error) {
+			b, createdAt, err = readCreate(br, p.CreatorKeyID != 0)
 			return err
 		}
+		err = s.inBatchTx(ctx, queue, read, func(tx pgx.Tx) error {
+			return rememberIdempotency(ctx, tx, p.Idempotency, code)
+		})
+		created.Code, created.CreatedAt = code, createdAt
 		created.BlobKey, created.Encoding, created.StoredSize = b.key, b.encoding, b.size
-		created.Code, created.CreatedAt, err = insertPaste(ctx, tx, p)
-		if err != nil {
-			return err
+		if errors.Is(err, errCodeConflict) {
+			continue // the code is taken, by a paste or a tombstone: draw another, from the start
 		}
-		return rememberIdempotency(ctx, tx, p.Idempotency, created.Code)
-	})
-	if err != nil {
-		return Paste{}, err
+		if err != nil {
+			return Paste{}, err
+		}
+		return created, nil
 	}
-	return created, nil
+	return Paste{}, errCodeConflict
 }
 
-// insertPaste inserts the paste under a fresh random short code, drawing again on a collision with
-// a paste or a tombstone: a code is never given to a second paste while its tombstone answers for
-// the first.
-func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time, error) {
+// queueCreate queues a create's statements: the content's block lock, taken shared, and the
+// creator key's (if any), then one statement that takes the content and inserts the paste under
+// code (createStatement). The locks come first, in statements of their own: the statement after
+// them sees, in its own snapshot, any block or revocation that committed before they were granted,
+// and a block or revocation (or takedown by key) that comes later waits for this transaction, then
+// takes its paste down or counts it (a check outside the lock could miss a block that commits
+// between the check and the insert, and leave a live paste of blocked content).
+func queueCreate(batch *pgx.Batch, p NewPaste, code string, content newContent) {
 	var expires *time.Time
 	if !p.ExpiresAt.IsZero() {
 		expires = &p.ExpiresAt
@@ -196,28 +217,78 @@ func insertPaste(ctx context.Context, tx pgx.Tx, p NewPaste) (string, time.Time,
 	if p.CreatorKeyID != 0 {
 		creatorKey = &p.CreatorKeyID
 	}
-	for attempt := 0; attempt < 8; attempt++ {
-		code, err := newShortCode()
-		if err != nil {
-			return "", time.Time{}, err
+	args := append([]any{p.ContentHash, code, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires,
+		encryption, creatorKey}, content.args...)
+	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1, $2)`, blockLockClass, blockLockKey(p.ContentHash))
+	if creatorKey != nil {
+		batch.Queue(`SELECT pg_advisory_xact_lock_shared($1::integer, $2::integer)`, keyLockClass, int32(*creatorKey))
+	}
+	batch.Queue(createStatement(content), args...)
+}
+
+// readCreate reads what queueCreate's statements did: the content taken, and when the paste was
+// created. Blocked content answers ErrBlocked, a revoked (or unknown) creator key ErrKeyRevoked;
+// content the dedup fast path no longer finds,
+// ErrNoContent; a code already given, to a paste or to a tombstone (a code is never given to a
+// second paste while its tombstone answers for the first), errCodeConflict. The caller then rolls
+// back whatever the statement took.
+func readCreate(br pgx.BatchResults, withKey bool) (storedBlob, time.Time, error) {
+	if _, err := br.Exec(); err != nil {
+		return storedBlob{}, time.Time{}, fmt.Errorf("take the content's block lock: %w", err)
+	}
+	if withKey {
+		if _, err := br.Exec(); err != nil {
+			return storedBlob{}, time.Time{}, fmt.Errorf("take the creator key's lock: %w", err)
 		}
-		var createdAt time.Time
-		err = tx.QueryRow(ctx, `
+	}
+	var (
+		blocked, revoked bool
+		key, encoding    *string
+		size             *int64
+		createdAt        *time.Time
+	)
+	err := br.QueryRow().Scan(&blocked, &revoked, &key, &encoding, &size, &createdAt)
+	switch {
+	case err != nil:
+		return storedBlob{}, time.Time{}, fmt.Errorf("create paste: %w", err)
+	case revoked:
+		return storedBlob{}, time.Time{}, ErrKeyRevoked
+	case blocked:
+		return storedBlob{}, time.Time{}, ErrBlocked
+	case key == nil:
+		return storedBlob{}, time.Time{}, ErrNoContent // the dedup fast path's content went since it looked
+	case createdAt == nil:
+		return storedBlob{}, time.Time{}, errCodeConflict
+	}
+	return storedBlob{key: *key, encoding: *encoding, size: *size}, *createdAt, nil
+}
+
+// createStatement is the statement of a create: whether the content is blocked or the creator key
+// revoked (guard), the content taken unless either (content.sql, as taken, and content.also), and
+// the paste inserted on it. Its parameters: $1 the content hash, $2 the code, $3 to $9 the paste's
+// columns, $10 the creator key's id (NULL for none), $11 on content.args. It returns one row:
+// whether the content is blocked, whether the key is revoked, the content row's storedBlobColumns
+// (NULL when none was taken), and the paste's created_at (NULL when none was inserted).
+func createStatement(content newContent) string {
+	return `
+		WITH checks AS (
+			SELECT EXISTS (SELECT 1 FROM blocked_content WHERE content_hash = $1::bytea) AS content_blocked,
+			       $10::bigint IS NOT NULL AND NOT EXISTS (
+			           SELECT 1 FROM creator_keys WHERE id = $10::bigint AND revoked_at IS NULL) AS key_revoked
+		), guard AS (
+			SELECT content_blocked OR key_revoked AS blocked FROM checks
+		), taken AS (` + content.sql + `)` + content.also + `, inserted AS (
 			INSERT INTO pastes (short_code, content_hash, owner_token_hash, title, language, filename,
 			                    burn_after_read, max_views, views_left, expires_at, encryption, creator_key_id)
-			SELECT $1::text, $2::bytea, $3::bytea, $4::text, $5::text, $6::text, $7::integer IS NOT NULL, $7::integer, $7::integer,
-			       $8::timestamptz, $9::text, $10::bigint
-			WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE short_code = $1)
+			SELECT $2::text, $1::bytea, $3::bytea, $4::text, $5::text, $6::text, $7::integer IS NOT NULL, $7::integer,
+			       $7::integer, $8::timestamptz, $9::text, $10::bigint
+			FROM taken
+			WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE short_code = $2)
 			ON CONFLICT (short_code) DO NOTHING
-			RETURNING created_at`,
-			code, p.ContentHash, p.OwnerTokenHash, p.Title, p.Language, p.Filename, maxViews, expires, encryption, creatorKey,
-		).Scan(&createdAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // the code is taken: draw another
-		}
-		return code, createdAt, err
-	}
-	return "", time.Time{}, errCodeConflict
+			RETURNING created_at
+		)
+		SELECT checks.content_blocked, checks.key_revoked, taken.blob_key, taken.encoding, taken.stored, inserted.created_at
+		FROM checks LEFT JOIN taken ON true LEFT JOIN inserted ON true`
 }
 
 // ShortCodeLength is the length of a paste's short code: 11 characters of base62, about 65 random bits.

@@ -227,6 +227,41 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return err
 }
 
+// inBatchTx is inTx for a transaction whose first statements go with its BEGIN in one round trip
+// (pgx.Batch.BeginTx): queue queues them, read reads their results, then more runs on the
+// transaction, before the COMMIT.
+func (s *Store) inBatchTx(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error, more func(pgx.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = s.batchTx(ctx, queue, read, more)
+		if !isRetryable(err) {
+			return err
+		}
+		s.logger.WarnContext(ctx, "transaction retried after a conflict", "attempt", attempt+1, "err", err)
+	}
+	return err
+}
+
+func (s *Store) batchTx(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error, more func(pgx.Tx) error) error {
+	batch := &pgx.Batch{}
+	batch.BeginTx(pgx.TxOptions{})
+	queue(batch)
+	br := s.pool.SendBatch(ctx, batch)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }() // nothing to undo after the commit, or a failure that ended it
+	_, err := br.Exec()                     // the BEGIN
+	if err == nil {
+		err = read(br)
+	}
+	if err = errors.Join(err, br.Close()); err != nil {
+		return err
+	}
+	if err := more(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
 func collectStrings(rows pgx.Rows, what string) ([]string, error) {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {

@@ -182,7 +182,7 @@ func (s *Store) Block(ctx context.Context, b Block, by Actor) (BlockResult, erro
 // blockContent adds b.ContentHash to the blocked content and, with b.TakeDown, tombstones every
 // paste on it not yet deleted, those cleanup has claimed included (see TakeDown). It first takes
 // the content's block lock exclusively, which waits for the creates of that content in flight
-// (they hold it shared, see guardBlocked): the tombstone below then sees every paste they made, and
+// (they hold it shared, see takeAndInsert): the tombstone below then sees every paste they made, and
 // every later create sees the block. Then it locks the pastes, in code order, and releases the
 // content after them: the order of every removal (tombstone), so that none deadlocks with a block.
 func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResult, error) {
@@ -269,31 +269,6 @@ func blockLockKey(hash []byte) int32 {
 		return 0
 	}
 	return int32(binary.BigEndian.Uint32(hash[:4]))
-}
-
-// guardBlocked refuses blocked content, first thing in a create's transaction: before the dedup
-// fast path takes a reference, and before the paste is inserted. It holds the content's block lock
-// shared until commit, so a concurrent block either waits for this create and then takes its paste
-// down, or committed first and is seen here (a check outside the lock could miss a block that
-// commits between the check and the insert, and leave a live paste of blocked content). The two
-// statements go in one round trip.
-func guardBlocked(ctx context.Context, tx pgx.Tx, hash []byte) error {
-	batch := &pgx.Batch{}
-	batch.Queue(`SELECT pg_advisory_xact_lock_shared($1, $2)`, blockLockClass, blockLockKey(hash))
-	batch.Queue(`SELECT EXISTS (SELECT 1 FROM blocked_content WHERE content_hash = $1)`, hash)
-	br := tx.SendBatch(ctx, batch)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("take the content's block lock: %w", err)
-	}
-	var blocked bool
-	if err := br.QueryRow().Scan(&blocked); err != nil {
-		return fmt.Errorf("check blocked content: %w", err)
-	}
-	if blocked {
-		return ErrBlocked
-	}
-	return br.Close()
 }
 
 // ParseContentHash reads a content hash written as 64 hex digits.

@@ -15,12 +15,6 @@ const (
 	codingGzip     = "gzip"
 )
 
-// minGzipSize is what a paste's original bytes must exceed for gzip to be offered: on 1 KiB or
-// less a transcode saves under a kilobyte, less than a TCP segment, and costs the server and the
-// client work on every read (nginx's gzip_min_length and CDNs skip small bodies too). The stored
-// zstd frame costs the server nothing, and is offered whatever the size.
-const minGzipSize = 1024
-
 // chooseCoding picks the content coding of an answer from the request's Accept-Encoding (RFC
 // 9110, section 12.5.3): the highest quality among the codings offered, zstd before gzip before
 // identity on ties, since zstd is the stored blob as it is and gzip costs a transcode. Without the
@@ -33,7 +27,7 @@ func chooseCoding(h http.Header, c Content) string {
 	q := acceptedCodings(values)
 	best, bestQ := codingIdentity, q.of(codingIdentity)
 	for _, coding := range []string{codingGzip, codingZstd} { // later wins ties
-		if coding == codingGzip && c.Size <= minGzipSize {
+		if coding == codingGzip && c.Size <= codec.MinGzipSize {
 			continue
 		}
 		if cq := q.of(coding); cq > 0 && cq >= bestQ {
@@ -43,20 +37,37 @@ func chooseCoding(h http.Header, c Content) string {
 	return best
 }
 
-// codingQualities are the qualities an Accept-Encoding gives, by lowercase coding; "*" is any other.
-type codingQualities map[string]float64
+// codingQualities are the qualities an Accept-Encoding gives the codings this server sends, and
+// "*" (any other); a coding not named has none. A struct, not a map: it is read on every read.
+type codingQualities struct{ identity, gzip, zstd, star namedQuality }
+
+// namedQuality is a coding's quality, if the header named it.
+type namedQuality struct {
+	q     float64
+	named bool
+}
+
+func (n *namedQuality) add(q float64) {
+	if !n.named || q > n.q {
+		n.q, n.named = q, true
+	}
+}
 
 func acceptedCodings(values []string) codingQualities {
-	q := codingQualities{}
+	var q codingQualities
 	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
+		for part := range strings.SplitSeq(v, ",") {
 			name, params, _ := strings.Cut(part, ";")
-			name = strings.ToLower(strings.Trim(name, " \t"))
-			if name == "x-gzip" { // RFC 9110, section 8.4.1.3: the same coding
-				name = codingGzip
-			}
-			if name != "" {
-				q[name] = max(q[name], quality(params))
+			name = strings.Trim(name, " \t")
+			switch {
+			case strings.EqualFold(name, codingGzip), strings.EqualFold(name, "x-gzip"): // RFC 9110, section 8.4.1.3: the same coding
+				q.gzip.add(quality(params))
+			case strings.EqualFold(name, codingZstd):
+				q.zstd.add(quality(params))
+			case strings.EqualFold(name, codingIdentity):
+				q.identity.add(quality(params))
+			case name == "*":
+				q.star.add(quality(params))
 			}
 		}
 	}
@@ -66,13 +77,21 @@ func acceptedCodings(values []string) codingQualities {
 // of is coding's quality: its own entry, else "*"'s, else 0; identity is acceptable unless
 // excluded by name or by "*" (RFC 9110, section 12.5.3).
 func (q codingQualities) of(coding string) float64 {
-	if v, ok := q[coding]; ok {
-		return v
+	var own namedQuality
+	switch coding {
+	case codingIdentity:
+		own = q.identity
+	case codingGzip:
+		own = q.gzip
+	case codingZstd:
+		own = q.zstd
 	}
-	if v, ok := q["*"]; ok {
-		return v
-	}
-	if coding == codingIdentity {
+	switch {
+	case own.named:
+		return own.q
+	case q.star.named:
+		return q.star.q
+	case coding == codingIdentity:
 		return 1
 	}
 	return 0
@@ -80,7 +99,7 @@ func (q codingQualities) of(coding string) float64 {
 
 // quality reads ";q=0.5" from a coding's parameters: 1 when absent, 0 when malformed.
 func quality(params string) float64 {
-	for _, p := range strings.Split(params, ";") {
+	for p := range strings.SplitSeq(params, ";") {
 		name, value, ok := strings.Cut(strings.Trim(p, " \t"), "=")
 		if !ok || !strings.EqualFold(strings.TrimSpace(name), "q") {
 			continue

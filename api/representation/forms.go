@@ -18,7 +18,7 @@ const formOverhead = 256
 // turns over.
 type formCache struct {
 	mu    sync.Mutex
-	lru   *simplelru.LRU[string, []byte]
+	lru   *simplelru.LRU[formID, []byte]
 	bytes int64
 	max   int64
 }
@@ -30,14 +30,18 @@ func newFormCache(maxBytes int64) *formCache {
 	}
 	c := &formCache{max: maxBytes}
 	// The count is bounded by the bytes: every entry costs at least formOverhead.
-	c.lru, _ = simplelru.NewLRU(int(max(1, maxBytes/formOverhead)), func(k string, v []byte) { c.bytes -= cost(k, v) })
+	c.lru, _ = simplelru.NewLRU(int(max(1, maxBytes/formOverhead)), func(k formID, v []byte) { c.bytes -= cost(k, v) })
 	return c
 }
 
-func cost(k string, v []byte) int64 { return int64(len(k) + len(v) + formOverhead) }
+// formID names one paste's blob in one coding: Content.Key and the coding (a struct, not one string:
+// no read builds a key).
+type formID struct{ key, coding string }
 
-func (c *formCache) get(k string) ([]byte, bool) {
-	if c == nil || k == "" {
+func cost(k formID, v []byte) int64 { return int64(len(k.key) + len(k.coding) + len(v) + formOverhead) }
+
+func (c *formCache) get(k formID) ([]byte, bool) {
+	if c == nil || k.key == "" {
 		return nil, false
 	}
 	c.mu.Lock()
@@ -47,8 +51,8 @@ func (c *formCache) get(k string) ([]byte, bool) {
 
 // add keeps v unless it would take more than an eighth of the cache, so that one large paste
 // cannot push out everything else.
-func (c *formCache) add(k string, v []byte) {
-	if c == nil || k == "" || cost(k, v) > c.max/8 {
+func (c *formCache) add(k formID, v []byte) {
+	if c == nil || k.key == "" || cost(k, v) > c.max/8 {
 		return
 	}
 	c.mu.Lock()

@@ -32,12 +32,12 @@ type Content struct {
 	// Stored is the stored blob when it is in memory (a cache hit, a consumed paste); else Open
 	// fetches it, and is called only when a body is sent.
 	Stored []byte
-	Open   func(context.Context) (io.ReadCloser, error)
+	// KeptGzip, when set, fetches the gzip form of the original bytes (codec.Gzip's, of
+	// codec.GzipVersion) kept elsewhere with Stored (the cache holds it), or nil: a gzip answer that
+	// finds no form kept here asks it before it transcodes.
+	KeptGzip func(context.Context) []byte
+	Open     func(context.Context) (io.ReadCloser, error)
 }
-
-// gzipVersion names the transcoder in the gzip form's ETag: bump it when the gzip settings (or a
-// library update) change the bytes the same content transcodes to.
-const gzipVersion = "1"
 
 // ETag is the strong validator of the content in coding: the original bytes keep the content's
 // hash alone (as before compression), the stored zstd frame adds its blob, the gzip form the
@@ -49,7 +49,7 @@ func (c Content) ETag(coding string) string {
 		sum := sha256.Sum256([]byte(c.BlobKey))
 		return `"` + h + "-zstd-" + hex.EncodeToString(sum[:4]) + `"`
 	case codingGzip:
-		return `"` + h + "-gzip" + gzipVersion + `"`
+		return `"` + h + "-gzip" + codec.GzipVersion + `"`
 	}
 	return `"` + h + `"`
 }
@@ -70,6 +70,13 @@ type Server struct {
 // NewServer returns a Server over cd that keeps up to formBytes of decoded and gzip forms (0: none).
 func NewServer(cd *codec.Codec, formBytes int64) *Server {
 	return &Server{codec: cd, forms: newFormCache(formBytes)}
+}
+
+// Keep keeps the forms of a paste's blob made elsewhere (the read that filled the cache made them):
+// its original bytes and their gzip form (codec.Gzip's), under key (Content.Key).
+func (s *Server) Keep(key string, original, gzip []byte) {
+	s.forms.add(formID{key, codingIdentity}, original)
+	s.forms.add(formID{key, codingGzip}, gzip)
 }
 
 // Serve answers r with c. A GET or HEAD gets validators and ranges: ETag, Accept-Ranges, 304 on a
@@ -197,7 +204,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, c Content, coding 
 // made in memory), else they are to be transcoded as they are written.
 func (s *Server) openBody(ctx context.Context, c Content, coding string, rng *Range) (body io.ReadCloser, transcoded bool, err error) {
 	if c.Stored != nil {
-		return s.memoryBody(c, coding, rng)
+		return s.memoryBody(ctx, c, coding, rng)
 	}
 	stored, err := c.Open(ctx)
 	if err != nil {
@@ -225,8 +232,9 @@ func (s *Server) openBody(ctx context.Context, c Content, coding string, rng *Ra
 }
 
 // memoryBody is openBody of a blob in memory: decoded whole, which for the small blobs a cache
-// holds costs less than a stream decoder's set-up, and gzip made whole too; both forms are kept.
-func (s *Server) memoryBody(c Content, coding string, rng *Range) (io.ReadCloser, bool, error) {
+// holds costs less than a stream decoder's set-up, and gzip made whole too (unless c.KeptGzip has
+// it); both forms are kept.
+func (s *Server) memoryBody(ctx context.Context, c Content, coding string, rng *Range) (io.ReadCloser, bool, error) {
 	switch coding {
 	case codingZstd:
 		return inMemory(c.Stored), false, nil
@@ -234,6 +242,12 @@ func (s *Server) memoryBody(c Content, coding string, rng *Range) (io.ReadCloser
 		form := formKey(c, codingGzip)
 		if gz, ok := s.forms.get(form); ok {
 			return inMemory(gz), true, nil
+		}
+		if c.KeptGzip != nil {
+			if gz := c.KeptGzip(ctx); gz != nil {
+				s.forms.add(form, gz)
+				return inMemory(gz), true, nil
+			}
 		}
 		data, err := s.original(c)
 		if err != nil {
@@ -256,13 +270,8 @@ func (s *Server) memoryBody(c Content, coding string, rng *Range) (io.ReadCloser
 	return inMemory(data), false, nil
 }
 
-// formKey names c's form in coding in the form cache; "" (kept nowhere) when c has no Key.
-func formKey(c Content, coding string) string {
-	if c.Key == "" {
-		return ""
-	}
-	return c.Key + " " + coding
-}
+// formKey names c's form in coding in the form cache; kept nowhere when c has no Key.
+func formKey(c Content, coding string) formID { return formID{c.Key, coding} }
 
 // memBody is bytes in memory, whose length is known before they are sent.
 type memBody struct{ *bytes.Reader }

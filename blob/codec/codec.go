@@ -42,6 +42,17 @@ const maxWindow = 8 << 20
 // the fastest, since it is paid per read, and it keeps most of the gain on text.
 const gzipLevel = gzip.BestSpeed
 
+// MinGzipSize is what a paste's original bytes must exceed for gzip to be offered: on 1 KiB or
+// less a transcode saves under a kilobyte, less than a TCP segment, and costs the server and the
+// client work on every read (nginx's gzip_min_length and CDNs skip small bodies too). The stored
+// zstd frame costs the server nothing, and is offered whatever the size.
+const MinGzipSize = 1024
+
+// GzipVersion names the bytes Gzip makes of given content: the gzip form's ETag carries it, and a
+// gzip form kept elsewhere (the cache) is used only when it was made by the same version. Bump it
+// when the gzip settings (or a library update) change the bytes the same content transcodes to.
+const GzipVersion = "1"
+
 // Codec compresses and decodes blobs. One serves a whole process: its encoder and its whole-blob
 // decoder are safe for concurrent use, and its stream decoders and gzip writers are pooled.
 type Codec struct {
