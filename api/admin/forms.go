@@ -129,12 +129,8 @@ func HandleBlockForm(c *Console, s *store.Store, rm *paste.Remover) http.Handler
 		} else {
 			req.Code = codeOf(v.Target)
 		}
-		b, err := req.toBlock()
-		var res store.BlockResult
-		if err == nil {
-			res, err = rm.Block(r.Context(), b, sessionOf(r).actor)
-		}
-		if p := c.formProblem(r, err); p != nil {
+		notice, p, err := c.blockFromForm(r, rm, req)
+		if p != nil {
 			v.Error = p.Detail
 			c.renderBlocked(w, r, s, p.Status, v)
 			return
@@ -142,8 +138,7 @@ func HandleBlockForm(c *Console, s *store.Store, rm *paste.Remover) http.Handler
 			c.failed(w, r, err)
 			return
 		}
-		was := map[bool]string{true: " is blocked; ", false: " was blocked already; "}[res.Added]
-		v.Notice = "Content " + shortHash(res.ContentHash) + was + site.Plural(int64(len(res.Codes)), "paste") + " taken down."
+		v.Notice = notice
 		v.Target, v.Reason, v.Legal, v.TakeDown = "", "", false, true
 		c.renderBlocked(w, r, s, http.StatusOK, v)
 	})
@@ -180,3 +175,21 @@ func HandleUnblockForm(c *Console, s *store.Store) http.Handler {
 
 // shortHash is the start of a content hash, enough for a person to recognize it.
 func shortHash(h []byte) string { return hex.EncodeToString(h)[:min(12, 2*len(h))] + "…" }
+
+// blockFromForm blocks what a console form asked for, as the signed-in operator, and answers the
+// notice the page then shows, or the problem the form is shown again with (nil both: err is not the
+// form's fault).
+func (c *Console) blockFromForm(r *http.Request, rm *paste.Remover, req blockRequest) (string, *problem.Problem, error) {
+	b, err := req.toBlock()
+	var res store.BlockResult
+	if err == nil {
+		res, err = rm.Block(r.Context(), b, sessionOf(r).actor)
+	}
+	if p := c.formProblem(r, err); p != nil {
+		return "", p, nil
+	} else if err != nil {
+		return "", nil, err
+	}
+	was := map[bool]string{true: " is blocked; ", false: " was blocked already; "}[res.Added]
+	return "Content " + shortHash(res.ContentHash) + was + site.Plural(int64(len(res.Codes)), "paste") + " taken down.", nil, nil
+}

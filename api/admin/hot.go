@@ -10,7 +10,6 @@ import (
 	"pastebin/api/problem"
 	"pastebin/api/site"
 	"pastebin/paste"
-	"pastebin/store"
 )
 
 // The spam signal's hottest contents (docs/design.md, "Spam signal"): the JSON list, the console's
@@ -122,12 +121,8 @@ func HandleHotBlockForm(c *Console, hot HotLister, rm *paste.Remover) http.Handl
 			reason = spamReason
 		}
 		req := blockRequest{ContentHash: strings.ToLower(strings.TrimSpace(r.PostFormValue("hash"))), Reason: reason, TakeDown: true}
-		b, err := req.toBlock()
-		var res store.BlockResult
-		if err == nil {
-			res, err = rm.Block(r.Context(), b, sessionOf(r).actor)
-		}
-		if p := c.formProblem(r, err); p != nil {
+		notice, p, err := c.blockFromForm(r, rm, req)
+		if p != nil {
 			v.Error = p.Detail
 			c.renderHot(w, r, hot, p.Status, v)
 			return
@@ -135,8 +130,7 @@ func HandleHotBlockForm(c *Console, hot HotLister, rm *paste.Remover) http.Handl
 			c.failed(w, r, err)
 			return
 		}
-		was := map[bool]string{true: " is blocked; ", false: " was blocked already; "}[res.Added]
-		v.Notice = "Content " + shortHash(res.ContentHash) + was + site.Plural(int64(len(res.Codes)), "paste") + " taken down."
+		v.Notice = notice
 		c.renderHot(w, r, hot, http.StatusOK, v)
 	})
 }
