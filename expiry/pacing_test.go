@@ -76,13 +76,16 @@ func TestPacingSlowsAndRecovers(t *testing.T) {
 	rate := func() float64 { return e.metric("pastebin_cleanup_rate_limit") }
 	waitFor(t, "the drain under way", func() bool { return e.metric("pastebin_cleanup_batches_total") >= 5 })
 
+	before := rate()
 	stopLocks := e.holdContentLocks(time.Second)
 	waitFor(t, "the rate cut to the floor", func() bool {
 		s := x.pacer.state()
 		return s.Source == sourceDatabase && s.Reason == reasonMinRate && rate() == floor
 	})
-	if n := e.metric("pastebin_cleanup_paced_total", "reason", reasonOverBudget); n < 1 {
-		t.Errorf(`pastebin_cleanup_paced_total{reason="over_budget"} = %g, want cuts counted`, n)
+	// From above the floor, the way down is a cut, which the metrics count. On a loaded machine the
+	// rate may not have left its floor yet when the locks come: then there was nothing to cut.
+	if n := e.metric("pastebin_cleanup_paced_total", "reason", reasonOverBudget); n < 1 && before > floor {
+		t.Errorf(`pastebin_cleanup_paced_total{reason="over_budget"} = %g after a fall from %g/s, want cuts counted`, n, before)
 	}
 	stopLocks()
 	waitFor(t, "the rate climbing again", func() bool { return x.pacer.state().Reason == reasonRising && rate() > floor })
