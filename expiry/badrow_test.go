@@ -187,7 +187,7 @@ func TestFinishEndsBeforeTheWatchdog(t *testing.T) {
 	if r.Tombstoned != 0 || r.Errors == 0 || !strings.Contains(r.LastError, "deadline") {
 		t.Errorf("run %s %+v (%s); want nothing tombstoned and the batch given up at its deadline", r.Status, r.RunCounts, r.LastError)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
+	if n := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`); n != 0 {
 		t.Errorf("%d rows left claimed, want the batch handed back to the queue", n)
 	}
 	if err := holder.Rollback(ctx); err != nil {

@@ -8,8 +8,8 @@ import (
 )
 
 // TestClaimsLookBackFromTheFront: claims start where the worker's last one ended, so a row the
-// claims went past (a user's transaction held it) is claimed only by the look from the front that an
-// empty claim triggers; the worker claims every expired row before it stops.
+// claims went past (another claim held it, then handed it back) is claimed only by the look from
+// the front that an empty claim triggers; the worker claims every expired row before it stops.
 func TestClaimsLookBackFromTheFront(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -18,13 +18,9 @@ func TestClaimsLookBackFromTheFront(t *testing.T) {
 	for i := range 25 {
 		e.paste("later "+string(rune('a'+i)), time.Now().Add(-time.Hour+time.Duration(i)*time.Second))
 	}
-	held, err := e.store.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Rollback(ctx)
-	if _, err := held.Exec(ctx, `SELECT 1 FROM pastes WHERE short_code = $1 FOR UPDATE`, first); err != nil {
-		t.Fatal(err)
+	held, err := e.store.ClaimExpired(ctx, 1, time.Time{}, nil) // another worker's, handed back later
+	if err != nil || !slices.Equal(held.Codes, []string{first}) {
+		t.Fatalf("the other claim: %v, %v; want the earliest paste", held.Codes, err)
 	}
 
 	x := e.expirer(1, func(c *Config) { c.BatchSize = 10 })
@@ -34,9 +30,9 @@ func TestClaimsLookBackFromTheFront(t *testing.T) {
 	for c := range claims {
 		if len(got) == 0 {
 			if slices.Contains(c.Codes, first) {
-				t.Fatal("the first claim took the row a transaction held")
+				t.Fatal("the first claim took the row another claim held")
 			}
-			if err := held.Rollback(ctx); err != nil { // behind the claims now
+			if _, err := e.store.ReturnClaim(ctx, held); err != nil { // behind the claims now
 				t.Fatal(err)
 			}
 		}

@@ -261,7 +261,7 @@ func TestKilledBeforeCommit(t *testing.T) {
 	e.waitBackendGone()
 
 	// The batch held inside its transaction, and the next one its pipeline claimed meanwhile.
-	claimed := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`)
+	claimed := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`)
 	if claimed != 500 && claimed != 1000 {
 		t.Fatalf("%d rows claimed after the kill, want one or two batches of 500", claimed)
 	}
@@ -270,7 +270,7 @@ func TestKilledBeforeCommit(t *testing.T) {
 	}
 	e.audit().Consistent(t)
 
-	e.exec(`UPDATE pastes SET deletion_initiated_at = now() - interval '1 hour' WHERE status = 'DELETION_IN_PROGRESS'`)
+	e.exec(`UPDATE cleanup_claims SET claimed_at = now() - interval '1 hour'`)
 	r := e.runOnce(e.expirer(2))
 	if r.ResetStuck != int64(claimed) || r.Tombstoned != 2000 {
 		t.Errorf("later run: reset %d, tombstoned %d; want %d and 2000", r.ResetStuck, r.Tombstoned, claimed)
@@ -312,8 +312,8 @@ func TestKilledAfterCommit(t *testing.T) {
 	}
 	// A batch claimed after the last commit may be left in flight, whenever the kill landed: the
 	// watchdog's timeout passes for it (rather than the test waiting ten minutes).
-	inFlight := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`)
-	e.exec(`UPDATE pastes SET deletion_initiated_at = now() - interval '1 hour' WHERE status = 'DELETION_IN_PROGRESS'`)
+	inFlight := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`)
+	e.exec(`UPDATE cleanup_claims SET claimed_at = now() - interval '1 hour'`)
 	e.exec(`UPDATE blob_deletions SET next_attempt = now()`) // the outbox lease ran out
 	r := e.runOnce(e.expirer(2))
 	if int(r.Tombstoned) != 2000-done || r.ResetStuck != int64(inFlight) {

@@ -23,7 +23,7 @@ func (l lockThatStops) Acquire(ctx context.Context) (func(), error) {
 }
 
 // TestShutdownDuringClaim: a shutdown that lands while a worker claims lets the claim commit, and
-// the worker finishes that batch before it stops; nothing is left in DELETION_IN_PROGRESS for the
+// the worker finishes that batch before it stops; nothing is left claimed for the
 // watchdog, and stopping is not counted as an error.
 func TestShutdownDuringClaim(t *testing.T) {
 	t.Parallel()
@@ -46,8 +46,8 @@ func TestShutdownDuringClaim(t *testing.T) {
 		t.Errorf("run stopped during its first claim: claimed %d, tombstoned %d, errors %d (%s); want one whole batch of 200 and no error",
 			r.Claimed, r.Tombstoned, r.Errors, r.LastError)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
-		t.Errorf("%d pastes left in DELETION_IN_PROGRESS after the shutdown", n)
+	if n := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`); n != 0 {
+		t.Errorf("%d pastes left claimed after the shutdown", n)
 	}
 	e.audit().Consistent(t)
 }
@@ -70,8 +70,8 @@ func TestUnfinishedBatchHandedBack(t *testing.T) {
 	if r.Claimed == 0 || r.Tombstoned != 0 || r.Errors == 0 {
 		t.Errorf("run with every finish refused: claimed %d, tombstoned %d, errors %d", r.Claimed, r.Tombstoned, r.Errors)
 	}
-	if n := e.count(`SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
-		t.Errorf("%d pastes left in DELETION_IN_PROGRESS for the watchdog", n)
+	if n := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`); n != 0 {
+		t.Errorf("%d pastes left claimed for the watchdog", n)
 	}
 	if !strings.Contains(e.logs.String(), "cleanup batch handed back to the queue") {
 		t.Errorf("no batch was handed back:\n%s", e.logs.String())

@@ -63,11 +63,11 @@ func (x *Expirer) work(ctx context.Context, r *run) {
 }
 
 // claimBatches is the first stage: claim batches until one comes back empty. Each claim starts where
-// this worker's last one ended (cursor): past the dead index entries of the rows claimed before, or
+// this worker's last one ended (cursor): past the dead index entries of the rows cleaned before, or
 // past the heap pages a claim in heap order went through. An empty claim in heap order goes on in
-// expiry order from the front; an empty claim from further on looks again from the front (rows the
-// watchdog returned, or that a user's transaction held while the claims went by); only an empty
-// claim from the front ends it.
+// expiry order from the front; an empty claim from further on looks again from the front (rows
+// handed back, or returned by the watchdog, while the claims went by); only an empty claim from the
+// front ends it.
 func (x *Expirer) claimBatches(ctx context.Context, r *run, out chan<- batch) {
 	failures := 0
 	cur := cursor{heap: r.heapOrder, pages: r.heapPages}
@@ -168,8 +168,8 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 	}
 }
 
-// claim takes a batch under the Redis lock, held only while the rows are chosen and locked. Without
-// Redis the claim goes ahead unlocked: the status transition and SKIP LOCKED keep it correct. Once
+// claim takes a batch under the Redis lock, held only while the rows are chosen. Without Redis the
+// claim goes ahead unlocked: the claims' advisory lock in PostgreSQL keeps it correct. Once
 // begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
 func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 	release, err := x.locks.Claim.Acquire(ctx)
@@ -211,13 +211,13 @@ func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 	}
 	x.metrics.claimSeconds.Observe(time.Since(start).Seconds())
 	x.metrics.claimed.Add(float64(len(c.Codes)))
-	// start is before the claim's transaction began, so before the deletion_initiated_at the
+	// start is before the claim's transaction began, so before the claimed_at the
 	// watchdog measures from, whatever the two clocks say.
 	return batch{Claim: c, deadline: x.finishDeadline(start)}, nil
 }
 
 // handBack returns a batch its worker could not finish to the queue in one statement, rather than
-// leave it in DELETION_IN_PROGRESS for the watchdog's StuckAfter. If that fails too, the watchdog will.
+// leave it claimed for the watchdog's StuckAfter. If that fails too, the watchdog will.
 func (x *Expirer) handBack(ctx context.Context, r *run, c store.Claim) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()

@@ -67,7 +67,7 @@ func TestClaimInHeapOrder(t *testing.T) {
 	if n := storetest.Count(t, s.Pool(), beyond, int64(pages)); n != late {
 		t.Errorf("%d of the %d late pastes past page %d left, want all: claims in heap order went past the heap's size", n, late, pages)
 	}
-	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS' AND expires_at > now()`); n != 0 {
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM pastes WHERE expires_at > now() AND short_code IN (SELECT unnest(codes) FROM cleanup_claims)`); n != 0 {
 		t.Errorf("%d live pastes claimed", n)
 	}
 }

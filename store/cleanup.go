@@ -22,10 +22,10 @@ type Claim struct {
 	// Next is the place in the heap just past the last row claimed: where a claim in heap order
 	// (ClaimExpiredInHeapOrder) that follows this one starts.
 	Next HeapPosition
-	// At is the deletion_initiated_at the claim gave its rows (markClaimedSQL). A watchdog
-	// reset clears it and a later claim of the same rows sets another, so the finish and the return
-	// of this claim, which match it, never touch a row that has become another worker's claim.
-	At time.Time
+	// ID is the claim's row in cleanup_claims (migrations/00054_cleanup_claims.sql). A watchdog
+	// reset deletes it and a later claim of the same pastes makes another, so the finish and the
+	// return of this claim, which need it, never touch pastes that have become another worker's claim.
+	ID int64
 }
 
 // HeapPosition is a place in the heap of pastes: a page, and a line on it.
@@ -34,58 +34,68 @@ type HeapPosition struct {
 	Line uint16
 }
 
-// lockExpiredSQL reads idx_cleanup_expired (only live rows, in expiry order) from $2 on, and locks
-// what it returns; SKIP LOCKED passes over rows another claim holds. The lower bound matters on a
-// heavy day: every claimed row leaves a dead entry at the front of the index until VACUUM, and a
-// scan from the very front would step over all of them, millions by the end of the drain.
-const lockExpiredSQL = `
-	SELECT ctid FROM pastes
-	WHERE status = 'NOT_EXPIRED' AND expires_at <= now() AND expires_at >= $2
-	ORDER BY expires_at
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED`
+// claimLock is the advisory lock that claims take in turn until they commit (two-key form, apart
+// from every other advisory lock). It is what keeps two claims off the same pastes: a claim writes
+// nothing to the pastes it takes, so nothing on the rows themselves would stop a second claim that
+// ran beside it; in turn, each claim's statement starts after the last claim committed and sees its
+// row in cleanup_claims. A claim holds it for its one statement, milliseconds.
+const (
+	claimLockClass int32 = 0x636c6d // "clm"
+	claimLockKey   int32 = 0
+)
 
-// lockExpiredInHeapOrderSQL reads the heap itself from $2 up to $3, page after page (a TID range
-// scan), and locks the expired live rows it meets. While a large share of the table is expired, a batch
-// then takes every expired row of a few dozen pages, where one in expiry order takes one row on
-// each of a thousand pages scattered over the table (and the new versions of its rows, and their
-// full-page images in the WAL after each checkpoint, with them).
-const lockExpiredInHeapOrderSQL = `
-	SELECT ctid FROM pastes
-	WHERE ctid >= $2::tid AND ctid < $3::tid AND status = 'NOT_EXPIRED' AND expires_at <= now()
-	LIMIT $1
-	FOR UPDATE SKIP LOCKED`
+// claimSQL records a claim of the pastes chosen by the query in %s and returns them, with the
+// claim's id. The pastes named by a claim in cleanup_claims are passed over (one hash of the codes
+// in flight, a few thousand). A paste that leaves meanwhile (an owner's delete, a takedown) is
+// simply not found by the claim's finish.
+const claimSQL = `
+	WITH picked AS (%s
+	), claim AS (
+		INSERT INTO cleanup_claims (codes) SELECT array_agg(short_code) FROM picked HAVING count(*) > 0
+		RETURNING id
+	)
+	SELECT p.ctid, p.short_code, p.content_hash, p.expires_at, c.id FROM picked p CROSS JOIN claim c`
 
-// markClaimedSQL moves the locked rows to DELETION_IN_PROGRESS by their ctid: a TID scan, where
-// short_code IN (...) hash-joins against a scan of the whole table. Locked rows cannot move before
-// the update, so their ctids hold. deletion_initiated_at, the claim's identity (Claim.At), is this
-// statement's start rather than its transaction's: a later claim of the same rows runs its statement
-// after the watchdog returned them, so after this one, whenever its transaction began.
-const markClaimedSQL = `
-	UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = statement_timestamp()
-	WHERE ctid = ANY ($1::tid[])
-	RETURNING short_code, content_hash, expires_at, deletion_initiated_at`
+// pickExpiredSQL reads idx_cleanup_expired (only live rows, in expiry order) from $2 on. The lower
+// bound matters on a heavy day: every cleaned row leaves a dead entry at the front of the index
+// until VACUUM, and a scan from the very front would step over all of them, millions by the end
+// of the drain.
+const pickExpiredSQL = `
+		SELECT ctid, short_code, content_hash, expires_at FROM pastes
+		WHERE status = 'NOT_EXPIRED' AND expires_at <= now() AND expires_at >= $2
+		  AND short_code NOT IN (SELECT unnest(codes) FROM cleanup_claims)
+		ORDER BY expires_at
+		LIMIT $1`
 
-// ClaimExpired moves up to limit expired live pastes, expiring at from or later (the zero time: any),
-// to DELETION_IN_PROGRESS and returns them. It first locks the rows (FOR UPDATE SKIP LOCKED), then calls locked, then marks them, in one
-// transaction: a caller holding the Redis lock releases it in locked, so the lock covers only the
-// choice of rows, and the row locks keep other claims off them until the mark commits. No two
-// claims ever share a row, with or without the Redis lock (invariant 7). A claim whose commit
-// failed may have committed all the same: its rows are handed back at once (ReturnClaim) rather
-// than left to the watchdog.
+// pickExpiredInHeapOrderSQL reads the heap itself from $2 up to $3, page after page (a TID range
+// scan), and takes the expired live rows it meets. While a large share of the table is expired, a
+// batch then takes every expired row of a few dozen pages, where one in expiry order takes one row
+// on each of a thousand pages scattered over the table (and their full-page images in the WAL
+// after each checkpoint, when the finish deletes them).
+const pickExpiredInHeapOrderSQL = `
+		SELECT ctid, short_code, content_hash, expires_at FROM pastes
+		WHERE ctid >= $2::tid AND ctid < $3::tid AND status = 'NOT_EXPIRED' AND expires_at <= now()
+		  AND short_code NOT IN (SELECT unnest(codes) FROM cleanup_claims)
+		LIMIT $1`
+
+// ClaimExpired claims up to limit expired live pastes, expiring at from or later (the zero time:
+// any), and returns them. It chooses them and records the claim in one statement, under the claims'
+// advisory lock, then calls locked, in one transaction: a caller holding the Redis lock releases it
+// in locked, so that lock covers only the choice of rows. No two claims ever share a paste, with or
+// without the Redis lock (invariant 7). A claim whose commit failed may have committed all the same:
+// it is handed back at once (ReturnClaim) rather than left to the watchdog.
 func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, locked func()) (Claim, error) {
-	return s.claim(ctx, lockExpiredSQL, locked, limit, from)
+	return s.claim(ctx, pickExpiredSQL, locked, limit, from)
 }
 
 // ClaimExpiredInHeapOrder is ClaimExpired in the order of the table's heap, from the place from on
 // (the zero HeapPosition: the first page) and before page pages, rather than in expiry order: for a
 // backlog that is a large share of the table (BacklogEstimate). pages is the heap's size when the
-// run began (HeapPages): the pages added since hold the claims' own new versions, which a claim
-// would walk through for nothing. It claims nothing once no expired live row is left from from to
-// there; rows behind it (returned by the watchdog, held by a user's transaction as the claims went
-// by, or expired since) are left to claims in expiry order.
+// run began (HeapPages): the pages added since hold new pastes, which are not expired yet. It
+// claims nothing once no expired live row is left from from to there; rows behind it (handed back,
+// or expired since) are left to claims in expiry order.
 func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, pages uint32, locked func()) (Claim, error) {
-	return s.claim(ctx, lockExpiredInHeapOrderSQL, locked, limit,
+	return s.claim(ctx, pickExpiredInHeapOrderSQL, locked, limit,
 		pgtype.TID{BlockNumber: from.Page, OffsetNumber: from.Line, Valid: true}, pgtype.TID{BlockNumber: pages, Valid: true})
 }
 
@@ -99,30 +109,27 @@ func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
 	return uint32(n), nil
 }
 
-func (s *Store) claim(ctx context.Context, lockSQL string, locked func(), args ...any) (Claim, error) {
+// claim runs the claim of the pastes pickSQL chooses. The transaction is READ COMMITTED whatever
+// the database's default: the claim's statement must take its snapshot after the lock is granted,
+// not at the transaction's start, to see the claim committed just before it.
+func (s *Store) claim(ctx context.Context, pickSQL string, locked func(), args ...any) (Claim, error) {
 	var c Claim
-	marked := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, lockSQL, args...)
+	recorded := false
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, claimLockClass, claimLockKey); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, fmt.Sprintf(claimSQL, pickSQL), args...)
 		if err != nil {
 			return err
 		}
-		tids, err := pgx.CollectRows(rows, pgx.RowTo[pgtype.TID])
-		if locked != nil {
-			locked()
-		}
-		if err != nil || len(tids) == 0 {
-			return err
-		}
-		c.Next = after(tids)
-		rows, err = tx.Query(ctx, markClaimedSQL, tids)
-		if err != nil {
-			return err
-		}
+		var tid pgtype.TID
+		var tids []pgtype.TID
 		var code string
 		var hash []byte
 		var expires time.Time
-		_, err = pgx.ForEachRow(rows, []any{&code, &hash, &expires, &c.At}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&tid, &code, &hash, &expires, &c.ID}, func() error {
+			tids = append(tids, tid)
 			c.Codes = append(c.Codes, code)
 			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
 			if expires.After(c.Last) {
@@ -130,11 +137,15 @@ func (s *Store) claim(ctx context.Context, lockSQL string, locked func(), args .
 			}
 			return nil
 		})
-		marked = err == nil
+		if locked != nil {
+			locked()
+		}
+		recorded = err == nil && c.ID != 0
+		c.Next = after(tids)
 		return err
 	})
 	if err != nil {
-		if marked {
+		if recorded {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = s.ReturnClaim(rctx, c) // if this fails too, the watchdog will
 			cancel()
@@ -175,60 +186,74 @@ func (s *Store) BacklogEstimate(ctx context.Context) (expired, rows float64, err
 }
 
 // ReturnClaim hands the pastes of claim c, which will not be finished, back to the queue, in one
-// statement: those still in DELETION_IN_PROGRESS under this claim go back to NOT_EXPIRED, as the
-// watchdog would return them StuckAfter later. Safe whatever became of them: a row another
-// transaction finished meanwhile is DELETED, and a row the watchdog returned and another claim took
-// carries that claim's deletion_initiated_at; neither is touched. It returns how many rows went back.
+// statement: it deletes the claim's row, as the watchdog would StuckAfter later. Safe whatever became
+// of the claim: if a finish or the watchdog took the row first, nothing happens. It returns how many
+// pastes went back.
 func (s *Store) ReturnClaim(ctx context.Context, c Claim) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `
-		UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
-		WHERE short_code = ANY($1) AND status = 'DELETION_IN_PROGRESS' AND deletion_initiated_at = $2`,
-		c.Codes, c.At)
+	var n int64
+	err := s.pool.QueryRow(ctx, `
+		WITH gone AS (DELETE FROM cleanup_claims WHERE id = $1 RETURNING cardinality(codes) AS n)
+		SELECT coalesce(sum(n), 0) FROM gone`, c.ID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("return claimed pastes: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
-// FinishClaim tombstones the claimed pastes and releases their content in one transaction: one
-// statement moves the rows still in DELETION_IN_PROGRESS under this claim (c.At) to DELETED and
-// decrements ref_counts grouped by content, a second deletes the content that reached zero and
-// queues its blobs. A row the watchdog reset, that another claim took since, or that another
-// transaction finished first (a takedown), changes nothing (invariant 6): a late worker neither
-// repeats nor steals the work of the worker that holds the rows now. Freed blobs are queued as
-// due after outboxDelay: the worker deletes them itself at once, and the outbox is the fallback if
-// it dies first. A wrong ref_count among the batch's content fails the whole transaction with
-// ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
+// FinishClaim tombstones the claimed pastes and releases their content in one transaction: it
+// deletes the claim's row first (its row lock orders it against the watchdog and a return), and
+// only if that row was still there, tombstones the pastes still live and decrements ref_counts
+// grouped by content, then deletes the content that reached zero and queues its blobs. A claim the
+// watchdog took back, whose pastes another claim may hold now, changes nothing; a paste that another
+// transaction removed first (an owner's delete, a takedown) is not found and changes nothing
+// (invariant 6): a late worker neither repeats nor steals the work of the worker that holds the
+// rows now. Freed blobs are queued as due after outboxDelay: the worker deletes them itself at once,
+// and the outbox is the fallback if it dies first. A wrong ref_count among the batch's content fails
+// the whole transaction with ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
 func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Duration) (Released, error) {
 	var rel Released
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, claimed(c.At), ReasonExpired, outboxDelay)
+		rel = Released{}
+		tag, err := tx.Exec(ctx, `DELETE FROM cleanup_claims WHERE id = $1`, c.ID)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, live, ReasonExpired, outboxDelay)
 		return err
 	})
 	return rel, refCountError(err)
 }
 
-// resetStuckSQL reads idx_watchdog_stuck, which holds only the rows in flight.
+// resetStuckSQL deletes the claims older than $1, which hands their pastes back to the queue, and
+// returns the rows of the claims made by a replica of an older version, which moved the pastes
+// themselves to DELETION_IN_PROGRESS (idx_watchdog_stuck holds only those), as that version's
+// watchdog did: during a rolling upgrade such a replica may die holding some. It returns how many
+// pastes went back.
 const resetStuckSQL = `
-	UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
-	WHERE short_code IN (
-		SELECT short_code FROM pastes
-		WHERE status = 'DELETION_IN_PROGRESS' AND deletion_initiated_at < now() - $1::interval
-		ORDER BY deletion_initiated_at
-		LIMIT $2
-		FOR UPDATE SKIP LOCKED)`
+	WITH claims AS (
+		DELETE FROM cleanup_claims WHERE claimed_at < now() - $1::interval
+		RETURNING cardinality(codes) AS n
+	), legacy AS (
+		UPDATE pastes SET status = 'NOT_EXPIRED', deletion_initiated_at = NULL
+		WHERE short_code IN (
+			SELECT short_code FROM pastes
+			WHERE status = 'DELETION_IN_PROGRESS' AND deletion_initiated_at < now() - $1::interval
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		RETURNING 1
+	)
+	SELECT (SELECT coalesce(sum(n), 0) FROM claims) + (SELECT count(*) FROM legacy)`
 
-// ResetStuck is the watchdog: rows in DELETION_IN_PROGRESS for longer than olderThan go back to
-// NOT_EXPIRED, at most limit of them. Safe whatever happened to their worker: if its transaction
-// never committed they are still expired and the next claim takes them; if it did, they are DELETED
-// and not touched here. Rows a live transaction holds are skipped.
+// ResetStuck is the watchdog: claims older than olderThan are taken back, and their pastes go back
+// to the queue. Safe whatever happened to their worker: if its finish never committed, the pastes
+// are still live and expired, and the next claim takes them; if it did, the claim's row is gone and
+// not touched here. limit bounds the pastes of an older version's claims returned at a time.
 func (s *Store) ResetStuck(ctx context.Context, olderThan time.Duration, limit int) (int64, error) {
-	tag, err := s.pool.Exec(ctx, resetStuckSQL, olderThan, limit)
-	if err != nil {
+	var n int64
+	if err := s.pool.QueryRow(ctx, resetStuckSQL, olderThan, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("reset stuck pastes: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }
 
 // Backlog is the cleanup work waiting: live pastes past their expiry.
@@ -263,8 +288,9 @@ func (b Backlog) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// Backlog counts the waiting work. The counts read only the two partial indexes and the outbox
-// (small while it drains; the scan that finds its oldest entry is the one that counts it). On a
+// Backlog counts the waiting work. The counts read only the two partial indexes, the claims and the
+// outbox (small while it drains; the scan that finds its oldest entry is the one that counts it).
+// Claimed pastes are live and expired until their finish: they are counted in flight, not waiting. On a
 // heavy day the first count walks millions of entries: it runs in one process, never as a parallel
 // query, which would take every core for its seconds and stall users' requests meanwhile.
 func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
@@ -275,9 +301,12 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 			return err
 		}
 		return tx.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
-			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()),
-			       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+			WITH claimed AS (SELECT coalesce(sum(cardinality(codes)), 0) AS n FROM cleanup_claims)
+			SELECT greatest((SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now())
+			                - (SELECT n FROM claimed), 0),
+			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()
+			          AND short_code NOT IN (SELECT unnest(codes) FROM cleanup_claims)),
+			       (SELECT n FROM claimed) + (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
 			       (SELECT count(*) FROM blob_deletions),
 			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_deletions
 			        WHERE coalesce(not_before, enqueued_at) <= now())`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
@@ -325,7 +354,7 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context, limit int) (int64, err
 	return tag.RowsAffected(), nil
 }
 
-// ExplainClaim returns the plan, with its timing and buffers, of a claim's locking scan from from
+// ExplainClaim returns the plan, with its timing and buffers, of a claim's choice of pastes from from
 // (the zero time: the front of the index), run in a transaction that is rolled back: what a claim
 // costs at this moment, dead index entries included.
 func (s *Store) ExplainClaim(ctx context.Context, limit int, from time.Time) (string, error) {
@@ -334,7 +363,7 @@ func (s *Store) ExplainClaim(ctx context.Context, limit int, from time.Time) (st
 		return "", err
 	}
 	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+lockExpiredSQL, limit, from)
+	rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+pickExpiredSQL, limit, from)
 	if err != nil {
 		return "", err
 	}

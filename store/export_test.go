@@ -2,7 +2,7 @@ package store
 
 // The statements whose plans the index test checks.
 const (
-	ClaimSQL      = lockExpiredSQL
+	ClaimSQL      = pickExpiredSQL
 	ResetStuckSQL = resetStuckSQL
 	PurgeSQL      = purgeTombstonesSQL
 )

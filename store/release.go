@@ -19,22 +19,20 @@ type Released struct {
 	Reason string
 }
 
-// state is what a tombstone moves pastes from: any of some statuses and, for the rows of one
-// cleanup claim, that claim's deletion_initiated_at.
+// state is what a tombstone moves pastes from: any of some statuses.
 type state struct {
 	statuses []string
-	claim    *time.Time // nil: whatever claim, if any
 }
 
 var (
+	// live is what an owner's delete, a burn and a cleanup batch remove. A paste a cleanup claim
+	// names (cleanup_claims) is live too until the claim's finish: an operator's takedown of it wins
+	// over the finish, and its reason is the one its readers see.
 	live = state{statuses: []string{StatusLive}}
-	// liveOrClaimed is what an operator takes down: a paste cleanup has claimed is not gone yet, and
-	// the takedown's reason must be the one its readers see.
+	// liveOrClaimed is what an operator takes down: live pastes, and pastes a replica of an older
+	// version claimed by moving them to DELETION_IN_PROGRESS (store.ResetStuck), not gone yet either.
 	liveOrClaimed = state{statuses: []string{StatusLive, StatusDeleting}}
 )
-
-// claimed is the state of the rows of the claim made at at.
-func claimed(at time.Time) state { return state{statuses: []string{StatusDeleting}, claim: &at} }
 
 // tombstone moves the pastes codes (whose content hashes are hashes, index for index) from state
 // from to DELETED, and releases one content reference for each row that really moved: the
@@ -52,11 +50,11 @@ func claimed(at time.Time) state { return state{statuses: []string{StatusDeletin
 // block of the same content can then deadlock, rarely; the transaction that loses runs again (inTx,
 // or the cleanup's finish), as a deadlock between any two of them would.
 func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, outboxDelay time.Duration) (Released, error) {
-	// The generic plan drives the update from the batch, one primary-key probe per paste: O(batch).
-	// It cannot use idx_watchdog_stuck, since the status is a parameter here, while a custom plan
-	// may hash-join against every row in flight (all workers' batches, and the index's dead
-	// entries), or, with the status as a literal, nested-loop over them (hundreds of milliseconds
-	// a batch, measured by make bench-cleanup). Pinning it also spares re-planning 1000-element arrays each batch.
+	// The generic plan drives the delete from the batch, one primary-key probe per paste: O(batch).
+	// A custom plan, seeing the status as a literal, may instead read a partial index of pastes
+	// and join it against the batch: when claims marked their rows, that was every row in flight
+	// and the index's dead entries, hundreds of milliseconds a batch (measured by make
+	// bench-cleanup). Pinning it also spares re-planning 1000-element arrays each batch.
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return Released{}, err
 	}
@@ -68,7 +66,6 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 			DELETE FROM pastes p
 			USING (SELECT * FROM unnest($1::text[], $2::bytea[]) AS t (code, hash) ORDER BY code) AS t
 			WHERE p.short_code = t.code AND p.content_hash = t.hash AND p.status = ANY($3::text[])
-			  AND ($5::timestamptz IS NULL OR p.deletion_initiated_at = $5)
 			RETURNING p.short_code, p.owner_token_hash, t.hash
 		), marked AS (
 			INSERT INTO tombstones (short_code, owner_token_hash, deleted_reason)
@@ -79,7 +76,7 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 		SELECT coalesce((SELECT array_agg(short_code) FROM gone), '{}'),
 		       coalesce(array_agg(r.hash ORDER BY r.hash), '{}'), coalesce(array_agg(r.n ORDER BY r.hash), '{}')
 		FROM released r`,
-		codes, hashes, from.statuses, reason, from.claim).Scan(&rel.Codes, &released, &counts)
+		codes, hashes, from.statuses, reason).Scan(&rel.Codes, &released, &counts)
 	if err != nil {
 		return Released{}, fmt.Errorf("tombstone pastes: %w", err)
 	}

@@ -130,7 +130,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // other request is still served, with Connection: close so kept-alive clients move on; the load,
 // like a balancer, stops sending once it sees the 503; a request still in flight when the listener
 // closes (at the second SIGTERM here, rather than after a drain delay) finishes; the cleanup
-// workers finish the batches they claimed; and no paste is left in DELETION_IN_PROGRESS.
+// workers finish the batches they claimed; and no paste is left claimed.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	d := newDeployment(t, storetest.SeedSpec{Pastes: 1200, Expired: 1000, Shared: 0.5, Tag: "G"})
@@ -198,8 +198,8 @@ func TestGracefulShutdown(t *testing.T) {
 	if n := l.failed.Load(); n > 0 {
 		t.Errorf("%d of %d requests failed: %s", n, l.ok.Load()+n, l.firstErr())
 	}
-	if n := storetest.Count(t, d.store.Pool(), `SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'`); n != 0 {
-		t.Errorf("%d pastes left in DELETION_IN_PROGRESS after the shutdown", n)
+	if n := storetest.Count(t, d.store.Pool(), `SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`); n != 0 {
+		t.Errorf("%d pastes left claimed after the shutdown", n)
 	}
 	if n := storetest.Count(t, d.store.Pool(), `SELECT count(*) FROM pastes WHERE short_code = $1 AND status = 'NOT_EXPIRED'`, code); n != 1 {
 		t.Errorf("the paste created across the shutdown is not there")

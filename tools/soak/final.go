@@ -102,7 +102,7 @@ func (c *finalCounts) add(kind string) {
 func (s *soak) checkDatabase(ctx context.Context) {
 	var inProgress, outbox, mismatched, duplicated int
 	err := s.pool.QueryRow(ctx, `
-		SELECT (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+		SELECT (SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims),
 		       (SELECT count(*) FROM blob_deletions),
 		       (SELECT count(*) FROM content c
 		        WHERE c.ref_count <> (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash)),
@@ -112,7 +112,7 @@ func (s *soak) checkDatabase(ctx context.Context) {
 	case err != nil:
 		s.violations.add("at the end: database check failed: %v", err)
 	case inProgress > 0 || outbox > 0 || mismatched > 0 || duplicated > 0:
-		s.violations.add("at the end: %d pastes still DELETION_IN_PROGRESS, %d blobs in the outbox, %d content rows whose ref_count is wrong, %d creates made more than once",
+		s.violations.add("at the end: %d pastes still claimed, %d blobs in the outbox, %d content rows whose ref_count is wrong, %d creates made more than once",
 			inProgress, outbox, mismatched, duplicated)
 	}
 }

@@ -52,7 +52,7 @@ func (s *soak) backlog(ctx context.Context, since time.Time) (backlog, error) {
 	var b backlog
 	err := s.pool.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at < $1),
-		       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+		       (SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims),
 		       (SELECT count(*) FROM blob_deletions)`, since).Scan(&b.expired, &b.inProgress, &b.outbox)
 	return b, err
 }
