@@ -20,6 +20,7 @@ import (
 	"pastebin/blob/codec"
 	"pastebin/cache"
 	"pastebin/store"
+	"pastebin/store/storetest"
 )
 
 // doRaw is do with a client that neither asks for nor undoes a coding of its own (Go's transport
@@ -335,7 +336,12 @@ func TestGzipFormKeptInCache(t *testing.T) {
 		t.Fatalf("first read: %d", r.StatusCode)
 	}
 	l := e.cache.Get(ctx, p.code, e.clock.now())
-	kept, version := e.cache.GzipForm(ctx, p.code)
+	var kept []byte
+	var version string
+	storetest.WaitFor(t, "the gzip form made behind the first read", func() bool {
+		kept, version = e.cache.GzipForm(ctx, p.code)
+		return kept != nil
+	})
 	if l.Result != cache.Hit || l.Paste.Encoding != "zstd" || kept == nil || version != codec.GzipVersion {
 		t.Fatalf("entry after the first read: %v, encoding %q, gzip form of %d bytes of version %q; want a zstd paste with a gzip form",
 			l.Result, l.Paste.Encoding, len(kept), version)
@@ -357,9 +363,8 @@ func TestGzipFormKeptInCache(t *testing.T) {
 		if err := e.cache.Forget(ctx, []string{p.code}); err != nil {
 			t.Fatal(err)
 		}
-		entry := l.Paste
-		entry.Gzip, entry.GzipVersion = gzipOf(t, marker), tc.version
-		e.cache.Put(ctx, e.cache.Get(ctx, p.code, e.clock.now()), entry, time.Hour, e.clock.now())
+		e.cache.Put(ctx, e.cache.Get(ctx, p.code, e.clock.now()), l.Paste, time.Hour, e.clock.now())
+		e.cache.PutGzipForm(ctx, l.Paste, tc.version, gzipOf(t, marker), time.Hour, e.clock.now())
 		r := replica.doRaw(replica.request(http.MethodGet, "/raw/"+p.code, nil, "Accept-Encoding", "gzip"))
 		if got := string(undo(t, r)); r.StatusCode != http.StatusOK || got != tc.want {
 			t.Errorf("gzip read of an entry whose form is of version %q: %d, %d bytes, want %d", tc.version, r.StatusCode, len(got), len(tc.want))

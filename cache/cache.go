@@ -35,12 +35,6 @@ type Paste struct {
 	CreatedAt  time.Time
 	ExpiresAt  time.Time // zero: never
 	Content    []byte    // nil when the paste is too big to cache
-	// Gzip is the gzip form of the original bytes, kept beside a compressed Content so that a reader
-	// that takes gzip but not zstd is answered without a transcode; GzipVersion names the
-	// transcoder that made it (codec.GzipVersion). Put writes it in a key of its own (gzipKey), read
-	// by GzipForm alone: Get never fetches its bytes.
-	Gzip        []byte
-	GzipVersion string
 	// Server is the run_id of the Redis incarnation the entry was written to, as the writer knew it
 	// before it read the database. An entry from another incarnation is not trusted.
 	Server string
@@ -193,30 +187,47 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`)
 
 // Put caches p, which the caller read from the database after the Miss l, for at most ttl and
-// never into the last SkewMargin before its expiry. An entry is stamped with the server l saw: if
-// Redis restarted since, the entry is never trusted.
-func (c *Cache) Put(ctx context.Context, l Lookup, p Paste, ttl time.Duration, now time.Time) {
+// never into the last SkewMargin before its expiry, and reports whether it did. An entry is stamped
+// with the server l saw: if Redis restarted since, the entry is never trusted.
+func (c *Cache) Put(ctx context.Context, l Lookup, p Paste, ttl time.Duration, now time.Time) bool {
 	if l.Result != Miss || l.server == "" {
-		return // Redis was unreachable, or the lookup found something: nothing to fill
+		return false // Redis was unreachable, or the lookup found something: nothing to fill
 	}
-	if !p.ExpiresAt.IsZero() {
-		ttl = min(ttl, p.ExpiresAt.Sub(now)-SkewMargin)
-	}
-	if ttl < time.Millisecond {
-		return
+	if ttl = entryTTL(p, ttl, now); ttl < time.Millisecond {
+		return false
 	}
 	p.Server = l.server
 	raw, err := encode(p)
 	if err != nil {
 		c.logger.ErrorContext(ctx, "cache entry not encodable", "err", err)
-		return
+		return false
 	}
 	put, err := putScript.Run(ctx, c.rdb, []string{c.Key(p.Code)}, raw, ttl.Milliseconds()).Int()
-	if err == nil && put == 1 && p.Gzip != nil && p.GzipVersion != "" {
-		form := append(append(make([]byte, 0, len(p.GzipVersion)+1+len(p.Gzip)), p.GzipVersion+" "...), p.Gzip...)
-		err = c.rdb.Set(ctx, c.gzipKey(p.Code), form, ttl).Err()
-	}
 	c.note(ctx, err)
+	return err == nil && put == 1
+}
+
+// PutGzipForm keeps gz, the gzip form of p's original bytes made by the transcoder of version
+// version (codec.GzipVersion), beside the entry Put wrote for p, for as long as Put keeps it (the
+// same ttl), in a key of its own (gzipKey) that only GzipForm reads: Get never fetches its bytes.
+// The form is made after its entry, off the read's path (paste.Reader), so a delete's marker may
+// replace the entry in between: the form is then never read (GzipForm's caller trusts it only
+// beside a Hit) and goes with its ttl.
+func (c *Cache) PutGzipForm(ctx context.Context, p Paste, version string, gz []byte, ttl time.Duration, now time.Time) {
+	if ttl = entryTTL(p, ttl, now); ttl < time.Millisecond || version == "" || len(gz) == 0 {
+		return
+	}
+	form := append(append(make([]byte, 0, len(version)+1+len(gz)), version+" "...), gz...)
+	c.note(ctx, c.rdb.Set(ctx, c.gzipKey(p.Code), form, ttl).Err())
+}
+
+// entryTTL is how long p's entry may live from now: at most ttl, and never into the last
+// SkewMargin before its expiry.
+func entryTTL(p Paste, ttl time.Duration, now time.Time) time.Duration {
+	if !p.ExpiresAt.IsZero() {
+		ttl = min(ttl, p.ExpiresAt.Sub(now)-SkewMargin)
+	}
+	return ttl
 }
 
 // markGoneFor is how long MarkGone keeps trying. A failure is this client's view of Redis, not

@@ -28,12 +28,14 @@ func TestPutGetMarkGone(t *testing.T) {
 		codes := cachetest.OnEveryMaster(t, rdb, c.Key, func(i int) string { return fmt.Sprintf("code%07d", i) })
 		now := time.Now()
 		for _, code := range codes {
-			p := cache.Paste{Code: code, Size: 2, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Content: []byte("hi"),
-				Gzip: []byte("gz"), GzipVersion: "v"}
+			p := cache.Paste{Code: code, Size: 2, CreatedAt: now, ExpiresAt: now.Add(time.Hour), Content: []byte("hi")}
 			miss := c.Get(ctx, p.Code, now)
-			c.Put(ctx, miss, p, time.Hour, now)
-			if l := c.Get(ctx, p.Code, now); l.Result != cache.Hit || string(l.Paste.Content) != "hi" || l.Paste.Gzip != nil {
-				t.Fatalf("Get %s after Put: %v %q, gzip form %q; want a hit with the content alone", code, l.Result, l.Paste.Content, l.Paste.Gzip)
+			if !c.Put(ctx, miss, p, time.Hour, now) {
+				t.Fatalf("Put %s after a miss: not written", code)
+			}
+			c.PutGzipForm(ctx, p, "v", []byte("gz"), time.Hour, now)
+			if l := c.Get(ctx, p.Code, now); l.Result != cache.Hit || string(l.Paste.Content) != "hi" {
+				t.Fatalf("Get %s after Put: %v %q; want a hit with the content", code, l.Result, l.Paste.Content)
 			}
 			if gz, version := c.GzipForm(ctx, p.Code); string(gz) != "gz" || version != "v" {
 				t.Fatalf("GzipForm %s after Put: %q of version %q; want the form", code, gz, version)
@@ -44,7 +46,9 @@ func TestPutGetMarkGone(t *testing.T) {
 			if err := c.MarkGone(ctx, p.Code, "owner"); err != nil {
 				t.Fatal(err)
 			}
-			c.Put(ctx, miss, p, time.Hour, now) // a reader that read the database before the delete
+			if c.Put(ctx, miss, p, time.Hour, now) { // a reader that read the database before the delete
+				t.Errorf("Put %s over a delete's marker: written", code)
+			}
 			if l := c.Get(ctx, p.Code, now); l.Result != cache.Gone || l.Reason != "owner" {
 				t.Errorf("Get %s after MarkGone and a late Put: %v %q, want Gone \"owner\"", code, l.Result, l.Reason)
 			}

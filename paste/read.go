@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,7 +23,8 @@ type ReadConfig struct {
 	CacheTTL      time.Duration // longest time a paste stays in Redis
 	CacheMaxBytes int64         // pastes up to this size are cached with their bytes
 	// Filled, when set, is given the forms a read made of a compressed paste as it filled the cache:
-	// its original bytes and their gzip form (gzipForm), for the caller to keep in memory.
+	// its original bytes and their gzip form (gzipBehind), for the caller to keep in memory. It is
+	// called from a goroutine of its own, after the read has returned.
 	Filled func(p store.Paste, original, gzip []byte)
 }
 
@@ -36,12 +38,14 @@ type Reader struct {
 	cfg     ReadConfig
 	now     func() time.Time
 	lookups cacheLookups
+	gzips   chan struct{} // a slot for each gzip form made at a time (gzipBehind)
 }
 
 // NewReader returns the read flow over s, b and c, decoding with cd, counting its cache lookups in
 // reg; now is the clock cached entries' expiries are judged by.
 func NewReader(s *store.Store, b *blob.Bucket, c *cache.Cache, cd *codec.Codec, cfg ReadConfig, now func() time.Time, reg prometheus.Registerer) *Reader {
-	return &Reader{store: s, bucket: b, cache: c, codec: cd, cfg: cfg, now: now, lookups: newCacheLookups(reg)}
+	return &Reader{store: s, bucket: b, cache: c, codec: cd, cfg: cfg, now: now, lookups: newCacheLookups(reg),
+		gzips: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
 // Found is a live paste a read located, with its stored bytes when the cache had them.
@@ -130,7 +134,7 @@ func (d decoded) Close() error { return errors.Join(d.ReadCloser.Close(), d.blob
 // Stored returns the bytes of a paste that is OpenToGet as they are stored (Paste.Encoding),
 // filling the cache on the way: with the bytes for small pastes, with the metadata alone for big
 // ones, which are streamed. The cache holds them as S3 does, and beside a compressed paste's, its
-// gzip form (gzipForm). Any other paste answers ErrReadByPost, whatever the caller checked before.
+// gzip form (gzipBehind). Any other paste answers ErrReadByPost, whatever the caller checked before.
 func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 	if !OpenToGet(f.Paste) {
 		return nil, &ReadByPostError{Paste: f.Paste}
@@ -147,28 +151,47 @@ func (rd *Reader) Stored(ctx context.Context, f Found) (io.ReadCloser, error) {
 		return nil, err
 	}
 	entry := toCache(f.Paste, data)
-	original, gz := rd.gzipForm(f.Paste, data)
-	if gz != nil {
-		entry.Gzip, entry.GzipVersion = gz, codec.GzipVersion
-		if rd.cfg.Filled != nil {
-			rd.cfg.Filled(f.Paste, original, gz)
-		}
-	}
-	rd.cache.Put(ctx, f.lookup, entry, rd.cfg.CacheTTL, rd.now())
+	cached := rd.cache.Put(ctx, f.lookup, entry, rd.cfg.CacheTTL, rd.now())
+	rd.gzipBehind(ctx, f.Paste, entry, data, cached)
 	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
-// gzipForm is the original bytes of a compressed paste and their gzip form, made when the cache is filled
-// so that every replica answers clients that take gzip but not zstd (Safari, Go's and many other
-// HTTP clients) without a transcode of its own: once per fill, rather than on the first such read
-// in each replica, whose kept forms a restart loses. It costs the fill a decode and a gzip, and
-// Redis about as many bytes again as the frame, in a key that only gzip reads fetch. Nil for what is never sent as gzip: a blob stored as
-// it is, a paste of codec.MinGzipSize or less. A blob that does not decode gets none: the read
-// that needs its bytes decodes them itself, and answers the error.
-func (rd *Reader) gzipForm(p store.Paste, stored []byte) (original, gz []byte) {
-	if p.Encoding != string(codec.Zstd) || p.Size <= codec.MinGzipSize {
-		return nil, nil
+// gzipBehind makes the gzip form of a compressed paste whose stored bytes a read just fetched, so
+// that every replica answers clients that take gzip but not zstd (Safari, Go's and many other HTTP
+// clients) without a transcode of its own: once per fill, rather than on the first such read in
+// each replica, whose kept forms a restart loses. The form goes beside the cache's entry (when the
+// read wrote one: cached) and to the caller (ReadConfig.Filled). It is made behind the read, in a
+// goroutine of its own: a decode and a gzip took a sixth of the time of a paste's first read from
+// S3 (docs/performance.md). At most one form per processor is made at a time, and a read that finds
+// them all busy makes none: the first gzip read of that paste then transcodes it itself.
+func (rd *Reader) gzipBehind(ctx context.Context, p store.Paste, entry cache.Paste, stored []byte, cached bool) {
+	if p.Encoding != string(codec.Zstd) || p.Size <= codec.MinGzipSize || (!cached && rd.cfg.Filled == nil) {
+		return
 	}
+	select {
+	case rd.gzips <- struct{}{}:
+	default:
+		return
+	}
+	ctx, now := context.WithoutCancel(ctx), rd.now()
+	go func() {
+		defer func() { <-rd.gzips }()
+		original, gz := rd.gzipForm(p, stored)
+		if gz == nil {
+			return
+		}
+		if cached {
+			rd.cache.PutGzipForm(ctx, entry, codec.GzipVersion, gz, rd.cfg.CacheTTL, now)
+		}
+		if rd.cfg.Filled != nil {
+			rd.cfg.Filled(p, original, gz)
+		}
+	}()
+}
+
+// gzipForm is the original bytes of a compressed paste and their gzip form. Nil for a blob that does
+// not decode: the read that needs its bytes decodes them itself, and answers the error.
+func (rd *Reader) gzipForm(p store.Paste, stored []byte) (original, gz []byte) {
 	original, err := rd.decode(stored, p)
 	if err != nil {
 		return nil, nil

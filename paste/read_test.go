@@ -85,8 +85,8 @@ func TestBodyOnlyForGets(t *testing.T) {
 }
 
 // TestFillKeepsGzipForm: the read that fills the cache with a compressed paste of more than 1 KiB
-// keeps its gzip form beside the entry and hands it, with the original bytes, to Filled; a paste
-// of 1 KiB or less gets none, since no read answers it in gzip.
+// keeps its gzip form beside the entry and hands it, with the original bytes, to Filled, behind the
+// read; a paste of 1 KiB or less gets none, since no read answers it in gzip.
 func TestFillKeepsGzipForm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -95,9 +95,9 @@ func TestFillKeepsGzipForm(t *testing.T) {
 	c, _ := cachetest.New(t, logger)
 	cd := codec.New()
 	creator := NewCreator(s, b, cd, CreateConfig{Expiry: ExpiryPolicy{Default: time.Hour}, DedupTiming: DedupOff}, time.Now, logger)
-	var filled [][]byte
+	filled := make(chan [2][]byte, 2)
 	rd := NewReader(s, b, c, cd, ReadConfig{CacheTTL: time.Hour, CacheMaxBytes: 1 << 20,
-		Filled: func(_ store.Paste, original, gzip []byte) { filled = append(filled, original, gzip) }}, time.Now, prometheus.NewRegistry())
+		Filled: func(_ store.Paste, original, gzip []byte) { filled <- [2][]byte{original, gzip} }}, time.Now, prometheus.NewRegistry())
 	for _, tt := range []struct {
 		name    string
 		content []byte
@@ -106,7 +106,6 @@ func TestFillKeepsGzipForm(t *testing.T) {
 		{"compressed, 4 KiB", bytes.Repeat([]byte("a line of text\n"), 4<<10/15), true},
 		{"compressed, 1 KiB", bytes.Repeat([]byte("x"), codec.MinGzipSize), false},
 	} {
-		filled = nil
 		hash := sha256.Sum256(tt.content)
 		in := Input{Content: tt.content, Hash: hash[:]}
 		if err := in.Tidy(); err != nil {
@@ -129,13 +128,19 @@ func TestFillKeepsGzipForm(t *testing.T) {
 		if err != nil || hit.StoredBytes() == nil {
 			t.Fatalf("%s: no cache hit after the fill: %v", tt.name, err)
 		}
-		gz := rd.KeptGzip(ctx, hit)
 		if !tt.kept {
-			if gz != nil || filled != nil {
+			if gz := rd.KeptGzip(ctx, hit); gz != nil || len(filled) != 0 {
 				t.Errorf("%s: a gzip form kept (%d bytes), %d forms handed over; want none", tt.name, len(gz), len(filled))
 			}
 			continue
 		}
+		var forms [2][]byte
+		select {
+		case forms = <-filled: // after the form went to the cache
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no forms handed over", tt.name)
+		}
+		gz := rd.KeptGzip(ctx, hit)
 		z, err := gzip.NewReader(bytes.NewReader(gz))
 		if err != nil {
 			t.Fatalf("%s: the kept gzip form: %v", tt.name, err)
@@ -143,8 +148,8 @@ func TestFillKeepsGzipForm(t *testing.T) {
 		if got, err := io.ReadAll(z); err != nil || !bytes.Equal(got, tt.content) {
 			t.Errorf("%s: the kept gzip form undoes to %d bytes, %v; want the content", tt.name, len(got), err)
 		}
-		if len(filled) != 2 || !bytes.Equal(filled[0], tt.content) || !bytes.Equal(filled[1], gz) {
-			t.Errorf("%s: Filled got %d forms; want the content and the kept gzip form", tt.name, len(filled))
+		if !bytes.Equal(forms[0], tt.content) || !bytes.Equal(forms[1], gz) {
+			t.Errorf("%s: Filled got forms of %d and %d bytes; want the content and the kept gzip form", tt.name, len(forms[0]), len(forms[1]))
 		}
 	}
 }
