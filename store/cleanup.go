@@ -109,6 +109,14 @@ func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
 	return uint32(n), nil
 }
 
+// claimBeginSQL takes the claims' advisory lock, and lets the claim's commit return before its
+// WAL is on disk: a claim lost to a crash of the database is only a claim that never was (its
+// pastes stay live and expired, and the worker's finish, which deletes the claim's row first,
+// finds none and changes nothing), while waiting for the flush queued each claim behind the WAL
+// of the other workers' finishing transactions. The finish's own commit, which the S3 deletes
+// follow, waits for its flush as every other commit does; it flushes the claim's with it.
+const claimBeginSQL = `SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', 'off', true)`
+
 // claim runs the claim of the pastes pickSQL chooses. The transaction is READ COMMITTED whatever
 // the database's default: the claim's statement must take its snapshot after the lock is granted,
 // not at the transaction's start, to see the claim committed just before it.
@@ -116,7 +124,7 @@ func (s *Store) claim(ctx context.Context, pickSQL string, locked func(), args .
 	var c Claim
 	recorded := false
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, claimLockClass, claimLockKey); err != nil {
+		if _, err := tx.Exec(ctx, claimBeginSQL, claimLockClass, claimLockKey); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, fmt.Sprintf(claimSQL, pickSQL), args...)

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+
+// load is an open-loop foreground of rate requests a second for seconds, each taking latency(i)
+// for the i-th second.
+func load(seconds, rate int, latency func(second int) time.Duration) []outcome {
+	var outs []outcome
+	for s := range seconds {
+		for r := range rate {
+			outs = append(outs, outcome{at: t0.Add(time.Duration(s)*time.Second + time.Duration(r)*time.Second/time.Duration(rate)),
+				latency: latency(s), kind: "read", ok: true})
+		}
+	}
+	return outs
+}
+
+// drainAt is a drain that cleaned perSecond[i] pastes in its i-th second, scraped every second,
+// under the foreground during.
+func drainAt(perSecond []float64, during []outcome) *drainResult {
+	d := &drainResult{during: during, samples: []sample{{at: t0}}}
+	total := 0.0
+	for i, n := range perSecond {
+		total += n
+		d.samples = append(d.samples, sample{at: t0.Add(time.Duration(i+1) * time.Second), tombstoned: total})
+	}
+	d.pastes, d.seconds = int64(total), float64(len(perSecond))
+	return d
+}
+
+func steady(rate float64, seconds int) []float64 {
+	out := make([]float64, seconds)
+	for i := range out {
+		out[i] = rate
+	}
+	return out
+}
+
+func constant(d time.Duration) func(int) time.Duration { return func(int) time.Duration { return d } }
+
+// TestBestOnFront: the highest rate within the budget is the highest step that meets it, and the
+// front crosses the budget between it and the next step, on the logarithm of the rate; a step that
+// meets the budget below one that does not (the machine's noise) does not hide a higher one that
+// meets it; a front that never meets it has no best rate.
+func TestBestOnFront(t *testing.T) {
+	knee := []frontPoint{
+		{rate: 250, ratio: 1.0, meetsBound: true},
+		{rate: 1000, ratio: 1.1, meetsBound: true},
+		{rate: 4000, ratio: 1.3, meetsBound: true},
+		{rate: 16000, ratio: 1.7, meetsBound: false},
+		{rate: 20000, ratio: 3.0, meetsBound: false},
+	}
+	step, crossing := bestOnFront(knee, 1.5)
+	// Halfway from 1.3 to 1.7 in the ratio is halfway from 4000 to 16000 in the log of the rate: 8000.
+	if step != 4000 || math.Abs(crossing-8000) > 1 {
+		t.Errorf("knee: step %.0f, crossing %.0f; want 4000 and 8000", step, crossing)
+	}
+	noisy := []frontPoint{
+		{rate: 500, ratio: 1.6, meetsBound: false},
+		{rate: 2000, ratio: 1.2, meetsBound: true},
+		{rate: 9000, ratio: 1.4, meetsBound: true},
+	}
+	if step, crossing := bestOnFront(noisy, 1.5); step != 9000 || crossing != 9000 {
+		t.Errorf("noisy front: step %.0f, crossing %.0f; want the last step met, 9000, with none above it", step, crossing)
+	}
+	if step, crossing := bestOnFront([]frontPoint{{rate: 250, ratio: 2, meetsBound: false}}, 1.5); step != 0 || crossing != 0 {
+		t.Errorf("a front over budget everywhere: %.0f, %.0f; want none", step, crossing)
+	}
+}
+
+// TestWindowedP99: a baseline's p99 is the median of its windows' p99s, so that one slow window of a
+// ten-minute baseline weighs as it would in one of a minute-long step, and no more.
+func TestWindowedP99(t *testing.T) {
+	outs := load(100, 50, func(s int) time.Duration {
+		if s >= 40 && s < 50 {
+			return 500 * time.Millisecond // one slow window of ten
+		}
+		return 4 * time.Millisecond
+	})
+	if got := windowedP99(outs, 10*time.Second); got != 4 {
+		t.Errorf("windowed p99: %.1f ms, want 4 (the median window's)", got)
+	}
+	if got := statsOf(outs).p99; got != 500*time.Millisecond {
+		t.Errorf("p99 over all: %s, want 500ms: a tenth of the requests were slow", got)
+	}
+	if got := windowedP99(nil, time.Second); !math.IsNaN(got) {
+		t.Errorf("windowed p99 of nothing: %v, want NaN", got)
+	}
+}
+
+// TestFrontPlacesSteps: each step's users' p99 is held against the baseline, and meets the budget
+// only up to it.
+func TestFrontPlacesSteps(t *testing.T) {
+	steps := []stepResult{
+		{budget: 1000, d: drainAt(steady(1000, 60), load(60, 20, constant(5*time.Millisecond)))},
+		{budget: 0, d: drainAt(steady(9000, 60), load(60, 20, constant(12*time.Millisecond)))},
+	}
+	points := front(steps, 4, 1.5)
+	if len(points) != 2 {
+		t.Fatalf("%d points, want 2", len(points))
+	}
+	if p := points[0]; p.rate != 1000 || p.p99 != 5 || p.ratio != 1.25 || !p.meetsBound {
+		t.Errorf("the step at 1000/s: %+v; want 1000 pastes/s, p99 5 ms, 1.25× the baseline, within the budget", p)
+	}
+	if p := points[1]; p.rate != 9000 || p.ratio != 3 || p.meetsBound {
+		t.Errorf("the unlimited step: %+v; want 9000 pastes/s, 3× the baseline, over the budget", p)
+	}
+}
+
+// TestSettledRate: the automatic rate is the paced window's second half, leaving out the climb
+// from the floor.
+func TestSettledRate(t *testing.T) {
+	climb := append(steady(200, 30), steady(3000, 90)...) // 30 s at the floor, then 90 s settled
+	d := drainAt(climb, nil)
+	if got := settledRate(d); got != 3000 {
+		t.Errorf("settled rate %.0f, want 3000", got)
+	}
+	if got := d.rate(); got >= 3000 {
+		t.Errorf("the whole window's rate %.0f: the climb should pull it under the settled rate", got)
+	}
+}
+
+// TestTenths: a drain split at every tenth of its pastes, and a drain too short to split.
+func TestTenths(t *testing.T) {
+	ts := tenths(drainAt(append(steady(1000, 50), steady(500, 100)...), nil)) // 100,000 pastes
+	if len(ts) != 10 {
+		t.Fatalf("%d tenths, want 10", len(ts))
+	}
+	first, last := ts[0].pastes/ts[0].seconds, ts[9].pastes/ts[9].seconds
+	if first != 1000 || last != 500 {
+		t.Errorf("first tenth %.0f pastes/s, last %.0f; want 1000 and 500", first, last)
+	}
+	if ts := tenths(drainAt(steady(10, 3), nil)); len(ts) >= 10 {
+		t.Errorf("a drain of three scrapes split in %d tenths", len(ts))
+	}
+}
+
+// TestPacedTargets: the report's lines for the paced window say what was measured against what the
+// issue asks, and whether it was met.
+func TestPacedTargets(t *testing.T) {
+	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second}}
+	rep.steps = []stepResult{
+		{budget: 1000, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
+		{budget: 4000, d: drainAt(steady(4000, 10), load(10, 20, constant(5*time.Millisecond)))},
+		{budget: 0, d: drainAt(steady(16000, 10), load(10, 20, constant(20*time.Millisecond)))},
+	}
+	heavy := drainAt(append(steady(200, 30), steady(3800, 90)...), load(120, 20, constant(5*time.Millisecond)))
+	heavy.baseline = load(120, 20, constant(4*time.Millisecond))
+	rep.heavy = heavy
+	var lines []string
+	writePacedTargets(rep, func(target, measured string, met bool) {
+		lines = append(lines, target+" | "+measured+" | "+map[bool]string{true: "yes", false: "no"}[met])
+	})
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"users' p99 over the window ≤ 1.5× the baseline's, over as long | 5.0 ms against 4.0 ms: 1.25× | yes",
+		"zero foreground errors | 0 of 2400 | yes",
+		"3800 against 4387 pastes/s: -13%", // the front crosses 1.5× a fifteenth of the way from 4000/s (1.25×) to 16000/s (5×), on the log of the rate
+		"10 million pastes cleaned before morning (6 hours) at that rate | 0.7 hours | yes",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the paced targets lack %q:\n%s", want, text)
+		}
+	}
+	var buf bytes.Buffer
+	writeFront(&buf, rep)
+	if !strings.Contains(buf.String(), "The controller's point: 3800 pastes/s") {
+		t.Errorf("the front's section does not place the controller:\n%s", buf.String())
+	}
+}
