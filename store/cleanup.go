@@ -38,7 +38,7 @@ type HeapPosition struct {
 // from every other advisory lock). It is what keeps two claims off the same pastes: a claim writes
 // nothing to the pastes it takes, so nothing on the rows themselves would stop a second claim that
 // ran beside it; in turn, each claim's statement starts after the last claim committed and sees its
-// row in cleanup_claims. A claim holds it for its one statement, milliseconds.
+// row in cleanup_claims. A claim holds it for its one statement and its commit, milliseconds.
 const (
 	claimLockClass int32 = 0x636c6d // "clm"
 	claimLockKey   int32 = 0
@@ -148,8 +148,9 @@ func (s *Store) claim(ctx context.Context, pickSQL string, locked func(), args .
 		if locked != nil {
 			locked()
 		}
-		recorded = err == nil && c.ID != 0
-		c.Next = after(tids)
+		if recorded = err == nil && c.ID != 0; recorded {
+			c.Next = after(tids)
+		}
 		return err
 	})
 	if err != nil {
