@@ -122,7 +122,7 @@ func TestBlockedContentRefusedOnEveryCreateRoute(t *testing.T) {
 			t.Errorf("a paste of blocked content: %d", r.StatusCode)
 		}
 	}
-	before := e.count(`SELECT count(*) FROM pastes`) + 100*e.count(`SELECT count(*) FROM content`) + 10000*e.count(`SELECT count(*) FROM blob_deletions`)
+	before := e.count(`SELECT count(*) FROM pastes`) + 100*e.count(`SELECT count(*) FROM content`) + 10000*e.count(`SELECT count(*) FROM blob_outbox`)
 	keys := len(blobtest.Keys(t, e.bucket))
 	var form strings.Builder
 	mw := multipart.NewWriter(&form)
@@ -142,7 +142,7 @@ func TestBlockedContentRefusedOnEveryCreateRoute(t *testing.T) {
 			t.Errorf("%s create of blocked content: %s", name, r.body)
 		}
 	}
-	after := e.count(`SELECT count(*) FROM pastes`) + 100*e.count(`SELECT count(*) FROM content`) + 10000*e.count(`SELECT count(*) FROM blob_deletions`)
+	after := e.count(`SELECT count(*) FROM pastes`) + 100*e.count(`SELECT count(*) FROM content`) + 10000*e.count(`SELECT count(*) FROM blob_outbox`)
 	if after != before || len(blobtest.Keys(t, e.bucket)) != keys {
 		t.Errorf("refused creates wrote something: rows %d then %d, objects %d then %d", before, after, keys, len(blobtest.Keys(t, e.bucket)))
 	}

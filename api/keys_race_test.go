@@ -120,7 +120,7 @@ func TestCreatorKeyRevocationRace(t *testing.T) {
 	if m := e.count(`SELECT count(*) FROM pastes WHERE short_code = ANY($1) AND creator_key_id = $2`, kc.created, k.ID); m != len(kc.created) {
 		t.Errorf("%d of the %d pastes answered 201 are recorded against the key", m, len(kc.created))
 	}
-	if out := e.count(`SELECT count(*) FROM blob_deletions`); out != 0 {
+	if out := e.count(`SELECT count(*) FROM blob_outbox`); out != 0 {
 		t.Errorf("%d uploads of refused creates left in the outbox; want them deleted at once", out)
 	}
 	storetest.Check(t, e.store.Pool(), blobtest.Keys(t, e.bucket)).Consistent(t)

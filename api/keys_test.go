@@ -55,7 +55,7 @@ func (e *env) revokeKey(id int64) response {
 func (e *env) writes() string {
 	e.t.Helper()
 	return strconv.Itoa(e.count(`SELECT count(*) FROM pastes`)) + " pastes, " + strconv.Itoa(e.count(`SELECT count(*) FROM content`)) +
-		" contents, " + strconv.Itoa(e.count(`SELECT count(*) FROM blob_deletions`)) + " outbox, " +
+		" contents, " + strconv.Itoa(e.count(`SELECT count(*) FROM blob_outbox`)) + " outbox, " +
 		strconv.Itoa(len(blobtest.Keys(e.t, e.bucket))) + " objects"
 }
 

@@ -210,14 +210,14 @@ func TestCreateRacesCleanupToZero(t *testing.T) {
 		t.Fatalf("claim: %v, %d pastes", err, len(claim.Codes))
 	}
 
-	// An uncommitted outbox row of the same key stops the finishing transaction at its last insert,
-	// after its decrement and its delete of the content row, with the row still locked.
+	// A lock on the table of the cleanup batches' outbox rows stops the finishing transaction at its
+	// last insert, after its decrement and its delete of the content row, with the row still locked.
 	blocker, err := e.store.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer blocker.Rollback(ctx)
-	if _, err := blocker.Exec(ctx, `INSERT INTO blob_deletions (blob_key) VALUES ($1)`, oldKey); err != nil {
+	if _, err := blocker.Exec(ctx, `LOCK TABLE blob_deletion_batches IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	finished := make(chan error, 1)
@@ -259,7 +259,7 @@ func TestCreateRacesCleanupToZero(t *testing.T) {
 	if newKey == oldKey || refs != 1 {
 		t.Errorf("content after the race: key %s (old %s), ref_count %d; want a new key and 1", newKey, oldKey, refs)
 	}
-	if n := e.count(`SELECT count(*) FROM blob_deletions WHERE blob_key = $1`, oldKey); n != 1 {
+	if n := e.count(`SELECT count(*) FROM blob_outbox WHERE blob_key = $1`, oldKey); n != 1 {
 		t.Errorf("the old generation's blob is not in the outbox")
 	}
 	if r := e.get("/raw/" + code); r.text() != text {

@@ -311,7 +311,7 @@ func TestOwnerDeleteDrainsAtOnce(t *testing.T) {
 	}
 	x.Kick()
 	waitFor(t, "the freed blob is gone from the bucket and the outbox", func() bool {
-		return len(blobtest.Keys(t, e.bucket)) == 0 && e.count(`SELECT count(*) FROM blob_deletions`) == 0
+		return len(blobtest.Keys(t, e.bucket)) == 0 && e.count(`SELECT count(*) FROM blob_outbox`) == 0
 	})
 	e.audit().Consistent(t)
 }

@@ -2,15 +2,18 @@ package expiry
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"pastebin/blob"
 )
 
 // outboxClaimLease is how long the blob deleter holds the keys it took before they are due again.
 const outboxClaimLease = 5 * time.Minute
 
-// deleteBlobs deletes blobs the caller just freed (their keys are in the outbox, leased to it),
-// clears the ones S3 confirmed and leaves the others in the outbox with back-off.
-func (x *Expirer) deleteBlobs(ctx context.Context, r *run, keys []string) (deleted, failed int) {
+// deleteBlobs deletes blobs whose keys the outbox holds for the caller (leased to it, or a cleanup
+// batch's own row), then has settle clear the ones S3 confirmed and keep the others with back-off.
+func (x *Expirer) deleteBlobs(ctx context.Context, r *run, keys []string, settle func(res blob.DeleteResult) error) (deleted, failed int) {
 	if len(keys) == 0 {
 		return 0, 0
 	}
@@ -23,12 +26,9 @@ func (x *Expirer) deleteBlobs(ctx context.Context, r *run, keys []string) (delet
 			r.fail(err)
 		}
 	}
-	if err := x.store.ClearBlobDeletions(ctx, res.Deleted); err != nil {
-		// S3 deleted them; the outbox will delete them again later, which is harmless.
-		x.logger.WarnContext(ctx, "outbox not cleared", "err", err)
-	}
-	if err := x.store.DeferBlobDeletions(ctx, res.Failed); err != nil {
-		x.logger.WarnContext(ctx, "outbox back-off not saved", "err", err)
+	if err := settle(res); err != nil {
+		// S3 deleted some; the outbox will delete them again later, which is harmless.
+		x.logger.WarnContext(ctx, "outbox not settled", "err", err)
 	}
 	x.metrics.blobsDeleted.Add(float64(len(res.Deleted)))
 	x.metrics.blobsFailed.Add(float64(len(res.Failed)))
@@ -37,6 +37,18 @@ func (x *Expirer) deleteBlobs(ctx context.Context, r *run, keys []string) (delet
 		r.add(cBlobsFailed, len(res.Failed))
 	}
 	return len(res.Deleted), len(res.Failed)
+}
+
+// settleKeys settles keys that are rows of blob_deletions each.
+func (x *Expirer) settleKeys(ctx context.Context) func(blob.DeleteResult) error {
+	return func(res blob.DeleteResult) error {
+		return errors.Join(x.store.ClearBlobDeletions(ctx, res.Deleted), x.store.DeferBlobDeletions(ctx, res.Failed))
+	}
+}
+
+// settleBatch settles the keys of a cleanup batch's row of the outbox.
+func (x *Expirer) settleBatch(ctx context.Context, id int64) func(blob.DeleteResult) error {
+	return func(res blob.DeleteResult) error { return x.store.SettleBlobBatch(ctx, id, res.Failed) }
 }
 
 // DrainOutbox deletes every due blob in the outbox, a batch of at most 1000 per S3 call, and
@@ -56,7 +68,7 @@ func (x *Expirer) drainOutbox(ctx context.Context, r *run) (deleted, failed int)
 		if len(keys) == 0 {
 			return deleted, failed
 		}
-		d, f := x.deleteBlobs(ctx, r, keys)
+		d, f := x.deleteBlobs(ctx, r, keys, x.settleKeys(ctx))
 		deleted, failed = deleted+d, failed+f
 		if f > 0 {
 			return deleted, failed // S3 is in trouble: back off rather than spin

@@ -292,7 +292,7 @@ func TestKilledAfterCommit(t *testing.T) {
 	p := e.startWorkerProcess(1, 500, "http://"+proxy.Addr())
 	proxy.Stall() // S3 hangs from now on: the worker commits, then waits in DeleteObjects
 	waitFor(t, "a committed batch freed blobs", func() bool {
-		return e.count(`SELECT count(*) FROM blob_deletions`) > 0
+		return e.count(`SELECT count(*) FROM blob_outbox`) > 0
 	})
 	time.Sleep(200 * time.Millisecond) // it is now inside the S3 call, which never answers
 	p.kill()
@@ -315,6 +315,7 @@ func TestKilledAfterCommit(t *testing.T) {
 	inFlight := e.count(`SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims`)
 	e.exec(`UPDATE cleanup_claims SET claimed_at = now() - interval '1 hour'`)
 	e.exec(`UPDATE blob_deletions SET next_attempt = now()`) // the outbox lease ran out
+	e.exec(`UPDATE blob_deletion_batches SET next_attempt = now()`)
 	r := e.runOnce(e.expirer(2))
 	if int(r.Tombstoned) != 2000-done || r.ResetStuck != int64(inFlight) {
 		t.Errorf("later run reset %d and tombstoned %d, want the %d left in flight and the other %d",

@@ -41,6 +41,7 @@ func (x *Expirer) finishDeadline(start time.Time) time.Time { return start.Add(x
 type committed struct {
 	codes    []string // every code the batch claimed: their cache entries go
 	blobKeys []string // blobs the batch freed
+	outbox   int64    // their row of the outbox (store.Released.Batch)
 }
 
 // work is one worker: a pipeline of three stages, so that claiming the next batch overlaps the
@@ -149,7 +150,7 @@ func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan batch, out
 		r.add(cBatches, 1)
 		r.add(cTombstoned, len(rel.Codes))
 		r.add(cFreed, rel.FreedContent)
-		out <- committed{codes: c.Codes, blobKeys: rel.BlobKeys}
+		out <- committed{codes: c.Codes, blobKeys: rel.BlobKeys, outbox: rel.Batch}
 	}
 }
 
@@ -158,7 +159,7 @@ func (x *Expirer) finishClaims(ctx context.Context, r *run, in <-chan batch, out
 func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed) {
 	for b := range in {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
-		x.deleteBlobs(sctx, r, b.blobKeys)
+		x.deleteBlobs(sctx, r, b.blobKeys, x.settleBatch(sctx, b.outbox))
 		if err := x.cache.Forget(sctx, b.codes); err != nil {
 			// Cached entries carry their expiry and are never served past it (invariant 4): a
 			// failed DEL only leaves them to their TTL.

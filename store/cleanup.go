@@ -216,8 +216,9 @@ func (s *Store) ReturnClaim(ctx context.Context, c Claim) (int64, error) {
 // watchdog took back, whose pastes another claim may hold now, changes nothing; a paste that another
 // transaction removed first (an owner's delete, a takedown) is not found and changes nothing
 // (invariant 6): a late worker neither repeats nor steals the work of the worker that holds the
-// rows now. Freed blobs are queued as due after outboxDelay: the worker deletes them itself at once,
-// and the outbox is the fallback if it dies first. A wrong ref_count among the batch's content fails
+// rows now. Freed blobs are queued in one row of blob_deletion_batches (Released.Batch), due after
+// outboxDelay: the worker deletes them itself at once and settles the row (SettleBlobBatch), and
+// the outbox is the fallback if it dies first. A wrong ref_count among the batch's content fails
 // the whole transaction with ErrRefCount; RepairRefCounts(c.Hashes) fixes it.
 func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Duration) (Released, error) {
 	var rel Released
@@ -227,7 +228,7 @@ func (s *Store) FinishClaim(ctx context.Context, c Claim, outboxDelay time.Durat
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
-		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, live, ReasonExpired, outboxDelay)
+		rel, err = tombstone(ctx, tx, c.Codes, c.Hashes, live, ReasonExpired, queueing{batch: true, due: outboxDelay})
 		return err
 	})
 	return rel, refCountError(err)
@@ -316,8 +317,8 @@ func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()
 			          AND short_code NOT IN (SELECT unnest(codes) FROM cleanup_claims)),
 			       (SELECT n FROM claimed) + (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
-			       (SELECT count(*) FROM blob_deletions),
-			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_deletions
+			       (SELECT count(*) FROM blob_outbox),
+			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_outbox
 			        WHERE coalesce(not_before, enqueued_at) <= now())`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
 	})
 	if err != nil {

@@ -46,7 +46,7 @@ func TestRestrictRefusesWrongRefCount(t *testing.T) {
 	wantRestrictViolation(t, "cleanup batch", err)
 
 	got := storetest.Count(t, s.Pool(), `SELECT count(*) FROM tombstones`) +
-		10*storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_deletions`)
+		10*storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_outbox`)
 	if got != 0 {
 		t.Errorf("a refused transaction left tombstones or outbox entries")
 	}

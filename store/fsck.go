@@ -177,7 +177,7 @@ func recount(ctx context.Context, tx pgx.Tx, locked [][]byte, was map[string]int
 	if err != nil || len(zero) == 0 {
 		return fixed, err
 	}
-	_, err = releaseContent(ctx, tx, zero, make([]int64, len(zero)), 0)
+	_, err = releaseContent(ctx, tx, zero, make([]int64, len(zero)), perKey)
 	return fixed, err
 }
 
@@ -256,9 +256,9 @@ func (s *Store) OutboxStatus(ctx context.Context, attempts, limit int) (OutboxSt
 		SELECT count(*), coalesce(extract(epoch FROM now() - min(coalesce(not_before, enqueued_at))
 		           FILTER (WHERE coalesce(not_before, enqueued_at) <= now())), 0)::float8,
 		       count(*) FILTER (WHERE attempts >= $1), count(*) FILTER (WHERE not_before > now()),
-		       (SELECT count(*) FROM blob_deletions d JOIN content c ON c.blob_key = d.blob_key
+		       (SELECT count(*) FROM blob_outbox d JOIN content c ON c.blob_key = d.blob_key
 		        WHERE d.not_before IS NULL)
-		FROM blob_deletions`, attempts).Scan(&st.Size, &st.OldestAge, &st.Retrying, &st.Held, &st.Named)
+		FROM blob_outbox`, attempts).Scan(&st.Size, &st.OldestAge, &st.Retrying, &st.Held, &st.Named)
 	if err != nil {
 		return OutboxStatus{}, fmt.Errorf("read outbox: %w", err)
 	}

@@ -239,7 +239,7 @@ func takeDownKeyPastes(ctx context.Context, tx pgx.Tx, t KeyTakedown) (Released,
 	if err != nil || len(codes) == 0 {
 		return Released{}, err
 	}
-	return tombstone(ctx, tx, codes, hashes, liveOrClaimed, TakedownReason(t.Legal), 0)
+	return tombstone(ctx, tx, codes, hashes, liveOrClaimed, TakedownReason(t.Legal), perKey)
 }
 
 // KeyPaste is one paste of a creator key, as the console lists it.

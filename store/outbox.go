@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // EnqueueBlobDeletions puts keys in the outbox of blobs to delete, due now. Only for keys no create
@@ -55,10 +57,22 @@ const claimBlobDeletionsSQL = `
 		FOR UPDATE SKIP LOCKED)
 	RETURNING blob_key`
 
+// spillBlobBatchesSQL turns the cleanup batches' rows of the outbox that have come due (their
+// worker died, or could not settle them) into rows of blob_deletions, a row a key, due now. Two
+// deleters spilling at once take each row once: the second's delete finds it gone.
+const spillBlobBatchesSQL = `
+	WITH due AS (DELETE FROM blob_deletion_batches WHERE next_attempt <= now() RETURNING blob_keys)
+	INSERT INTO blob_deletions (blob_key) SELECT unnest(blob_keys) FROM due
+	ON CONFLICT (blob_key) DO NOTHING`
+
 // ClaimBlobDeletions takes up to limit due keys from the outbox and leases them for lease: they
 // are not due again until then, so concurrent deleters on other replicas leave them alone, and a
 // deleter that dies hands them back by itself. A key some content row names is never handed out.
+// The cleanup batches' rows that have come due are spilled into keys of their own first.
 func (s *Store) ClaimBlobDeletions(ctx context.Context, limit int, lease time.Duration) ([]string, error) {
+	if _, err := s.pool.Exec(ctx, spillBlobBatchesSQL); err != nil {
+		return nil, fmt.Errorf("claim blob deletions: %w", err)
+	}
 	rows, err := s.pool.Query(ctx, claimBlobDeletionsSQL, limit, lease)
 	if err != nil {
 		return nil, fmt.Errorf("claim blob deletions: %w", err)
@@ -77,28 +91,60 @@ func (s *Store) ClearBlobDeletions(ctx context.Context, keys []string) error {
 	return nil
 }
 
+// deferBlobDeletionsSQL sets the error of each key $1[i] to $2[i], due again after an exponential
+// back-off on its number of attempts (5s, 10s, 20s, ... up to an hour).
+const deferBlobDeletionsSQL = `
+	UPDATE blob_deletions d
+	SET last_error = f.err,
+	    next_attempt = now() + least(interval '1 hour', interval '5 seconds' * power(2, least(d.attempts, 20) - 1))
+	FROM unnest($1::text[], $2::text[]) AS f (key, err)
+	WHERE d.blob_key = f.key`
+
 // DeferBlobDeletions keeps keys whose delete failed, with the error, due again after an exponential
-// back-off on their number of attempts (5s, 10s, 20s, ... up to an hour).
+// back-off on their number of attempts.
 func (s *Store) DeferBlobDeletions(ctx context.Context, failed map[string]string) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(failed))
-	errs := make([]string, 0, len(failed))
+	keys, errs := keysAndErrors(failed)
+	if _, err := s.pool.Exec(ctx, deferBlobDeletionsSQL, keys, errs); err != nil {
+		return fmt.Errorf("defer blob deletions: %w", err)
+	}
+	return nil
+}
+
+// SettleBlobBatch ends the cleanup batch's row id of the outbox (Released.Batch) once its worker
+// has had S3 delete the keys: in one transaction, the row goes, and the keys S3 refused (failed,
+// with their errors) stay in the outbox as rows of blob_deletions, deferred as DeferBlobDeletions
+// defers. If the blob deleter spilled the row first (its worker was slower than its lease), the
+// keys are rows already: the deleted ones are deleted again later, which is harmless.
+func (s *Store) SettleBlobBatch(ctx context.Context, id int64, failed map[string]string) error {
+	keys, errs := keysAndErrors(failed)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `
+			WITH settled AS (DELETE FROM blob_deletion_batches WHERE id = $1)
+			INSERT INTO blob_deletions (blob_key) SELECT unnest($2::text[])
+			ON CONFLICT (blob_key) DO NOTHING`, id, keys)
+		if err != nil || len(keys) == 0 {
+			return err
+		}
+		_, err = tx.Exec(ctx, deferBlobDeletionsSQL, keys, errs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("settle a batch of blob deletions: %w", err)
+	}
+	return nil
+}
+
+func keysAndErrors(failed map[string]string) (keys, errs []string) {
+	keys = make([]string, 0, len(failed))
+	errs = make([]string, 0, len(failed))
 	for k, e := range failed {
 		keys = append(keys, k)
 		errs = append(errs, e)
 	}
-	_, err := s.pool.Exec(ctx, `
-		UPDATE blob_deletions d
-		SET last_error = f.err,
-		    next_attempt = now() + least(interval '1 hour', interval '5 seconds' * power(2, least(d.attempts, 20) - 1))
-		FROM unnest($1::text[], $2::text[]) AS f (key, err)
-		WHERE d.blob_key = f.key`, keys, errs)
-	if err != nil {
-		return fmt.Errorf("defer blob deletions: %w", err)
-	}
-	return nil
+	return keys, errs
 }
 
 // UntrackedBlobKeys returns the keys among keys that neither a content row nor the outbox names:
@@ -107,7 +153,8 @@ func (s *Store) UntrackedBlobKeys(ctx context.Context, keys []string) ([]string,
 	rows, err := s.pool.Query(ctx, `
 		SELECT k FROM unnest($1::text[]) AS k
 		WHERE NOT EXISTS (SELECT 1 FROM content c WHERE c.blob_key = k)
-		  AND NOT EXISTS (SELECT 1 FROM blob_deletions d WHERE d.blob_key = k)`, keys)
+		  AND NOT EXISTS (SELECT 1 FROM blob_deletions d WHERE d.blob_key = k)
+		  AND k NOT IN (SELECT unnest(blob_keys) FROM blob_deletion_batches)`, keys)
 	if err != nil {
 		return nil, fmt.Errorf("find untracked blobs: %w", err)
 	}

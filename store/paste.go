@@ -428,7 +428,7 @@ func removeLive(ctx context.Context, tx pgx.Tx, code, reason string, from state,
 	if !slices.Contains(from.statuses, status) {
 		return hash, Released{}, nil
 	}
-	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, from, reason, 0)
+	rel, err := tombstone(ctx, tx, []string{code}, [][]byte{hash}, from, reason, perKey)
 	rel.Reason = reason
 	return hash, rel, err
 }

@@ -14,6 +14,9 @@ type Released struct {
 	Codes        []string
 	FreedContent int
 	BlobKeys     []string
+	// Batch is the row of blob_deletion_batches that holds BlobKeys, for a removal queued as one
+	// (a cleanup batch's finish); 0 when each key is a row of blob_deletions.
+	Batch int64
 	// Reason, set by the removal of one paste (removeLive), is why that paste is a tombstone: the
 	// reason this call gave it, or the one it had already; "" when cleanup holds it.
 	Reason string
@@ -49,7 +52,7 @@ var (
 // table the planner takes for small it may scan the table instead, and a cleanup batch meeting a
 // block of the same content can then deadlock, rarely; the transaction that loses runs again (inTx,
 // or the cleanup's finish), as a deadlock between any two of them would.
-func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, outboxDelay time.Duration) (Released, error) {
+func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, from state, reason string, q queueing) (Released, error) {
 	// The generic plan drives the delete from the batch, one primary-key probe per paste: O(batch).
 	// A custom plan, seeing the status as a literal, may instead read a partial index of pastes
 	// and join it against the batch: when claims marked their rows, that was every row in flight
@@ -80,17 +83,38 @@ func tombstone(ctx context.Context, tx pgx.Tx, codes []string, hashes [][]byte, 
 	if err != nil {
 		return Released{}, fmt.Errorf("tombstone pastes: %w", err)
 	}
-	if len(released) > 0 {
-		rel.BlobKeys, err = releaseContent(ctx, tx, released, counts, outboxDelay)
-		rel.FreedContent = len(rel.BlobKeys)
+	if len(released) == 0 {
+		return rel, nil
+	}
+	if rel.BlobKeys, err = releaseContent(ctx, tx, released, counts, q); err != nil {
+		return Released{}, err
+	}
+	rel.FreedContent = len(rel.BlobKeys)
+	if q.batch && len(rel.BlobKeys) > 0 {
+		err = tx.QueryRow(ctx, `INSERT INTO blob_deletion_batches (blob_keys, next_attempt) VALUES ($1, now() + $2::interval) RETURNING id`,
+			rel.BlobKeys, q.due).Scan(&rel.Batch)
 	}
 	return rel, err
 }
 
+// queueing is how a removal queues the blobs whose content it freed in the outbox.
+type queueing struct {
+	// batch queues them in one row of blob_deletion_batches (migration 00055), rather than a row of
+	// blob_deletions each: for a cleanup batch, whose worker deletes them itself right after its
+	// commit (SettleBlobBatch).
+	batch bool
+	due   time.Duration // from now
+}
+
+// perKey is how every removal but a cleanup batch queues its blobs: a row each, due now, for the
+// blob deleter that the removal's after-commit step wakes.
+var perKey = queueing{}
+
 // freeContentSQL deletes the content rows hashes[i] that hold exactly counts[i] references, the
-// batch's own, and queues their blobs in the outbox, due after $3. A key the outbox already holds
-// back (an upload whose create failed, then committed after all, see EnqueueAbandonedUploads) is
-// freed now: it becomes an ordinary entry, due after $3. A row some other transaction changed
+// batch's own, and, unless $4 (a batch queues them itself), queues their blobs in the outbox, due
+// after $3. A key the outbox already holds back (an upload whose create failed, then committed
+// after all, see EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3;
+// a batch leaves it held, and deletes the blob as soon as the held entry would. A row some other transaction changed
 // since this statement's snapshot is judged again on its newest version (PostgreSQL's
 // EvalPlanQual): a row a create took another reference to is left alone, and decremented next.
 const freeContentSQL = `
@@ -100,7 +124,7 @@ const freeContentSQL = `
 		DELETE FROM content c USING r WHERE c.content_hash = r.hash AND c.ref_count = r.n
 		RETURNING c.content_hash, c.blob_key
 	), queued AS (
-		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed
+		INSERT INTO blob_deletions (blob_key, next_attempt) SELECT blob_key, now() + $3::interval FROM freed WHERE NOT $4
 		ON CONFLICT (blob_key) DO UPDATE SET next_attempt = excluded.next_attempt, not_before = NULL
 	)
 	SELECT content_hash, blob_key FROM freed`
@@ -125,8 +149,8 @@ const decrementContentSQL = `
 // so no row is left at zero. A wrong ref_count fails here: below the count on the CHECK
 // (ref_count >= 0), equal to it while another paste still points at the row on the foreign key
 // (ON DELETE RESTRICT).
-func releaseContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, outboxDelay time.Duration) ([]string, error) {
-	freed, keys, err := freeContent(ctx, tx, hashes, counts, outboxDelay)
+func releaseContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, q queueing) ([]string, error) {
+	freed, keys, err := freeContent(ctx, tx, hashes, counts, q)
 	if err != nil {
 		return nil, err
 	}
@@ -148,13 +172,13 @@ func releaseContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []in
 	if err != nil || len(zero) == 0 {
 		return keys, err
 	}
-	_, more, err := freeContent(ctx, tx, zero, make([]int64, len(zero)), outboxDelay)
+	_, more, err := freeContent(ctx, tx, zero, make([]int64, len(zero)), q)
 	return append(keys, more...), err
 }
 
 // freeContent runs freeContentSQL and returns the hashes it deleted and their blob keys.
-func freeContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, outboxDelay time.Duration) (map[string]bool, []string, error) {
-	rows, err := tx.Query(ctx, freeContentSQL, hashes, counts, outboxDelay)
+func freeContent(ctx context.Context, tx pgx.Tx, hashes [][]byte, counts []int64, q queueing) (map[string]bool, []string, error) {
+	rows, err := tx.Query(ctx, freeContentSQL, hashes, counts, q.due, q.batch)
 	if err != nil {
 		return nil, nil, fmt.Errorf("release content: %w", err)
 	}

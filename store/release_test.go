@@ -72,7 +72,7 @@ func TestFinishMeetsConcurrentReferences(t *testing.T) {
 				t.Errorf("finish: %+v; want the paste tombstoned and the content freed: %v", rel, tc.freed)
 			}
 			refs := storetest.Count(t, s.Pool(), `SELECT coalesce(sum(ref_count), 0) FROM content`)
-			queued := storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_deletions`)
+			queued := storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_outbox`)
 			if refs != tc.refsLeft || (queued == 1) != tc.freed {
 				t.Errorf("%d references left, %d blobs queued; want %d, and the blob queued: %v", refs, queued, tc.refsLeft, tc.freed)
 			}

@@ -214,7 +214,7 @@ func blockContent(ctx context.Context, tx pgx.Tx, b Block, by Actor) (BlockResul
 	for i := range hashes {
 		hashes[i] = b.ContentHash
 	}
-	res.Released, err = tombstone(ctx, tx, codes, hashes, liveOrClaimed, TakedownReason(b.Legal), 0)
+	res.Released, err = tombstone(ctx, tx, codes, hashes, liveOrClaimed, TakedownReason(b.Legal), perKey)
 	return res, err
 }
 

@@ -65,7 +65,7 @@ func TestTakeDownOfClaimedPaste(t *testing.T) {
 	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM content`); n != 0 {
 		t.Errorf("%d content rows left, want both freed", n)
 	}
-	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_deletions`); n != 2 {
+	if n := storetest.Count(t, s.Pool(), `SELECT count(*) FROM blob_outbox`); n != 2 {
 		t.Errorf("%d blobs in the outbox, want the two contents' blobs once each", n)
 	}
 }

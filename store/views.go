@@ -52,7 +52,7 @@ func (s *Store) ConsumeView(ctx context.Context, code string) (View, error) {
 		if err != nil || v.ViewsLeft > 0 {
 			return err
 		}
-		v.Released, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, ReasonBurned, 0)
+		v.Released, err = tombstone(ctx, tx, []string{code}, [][]byte{hash}, live, ReasonBurned, perKey)
 		if err == nil && len(v.Released.Codes) != 1 {
 			err = errors.New("take the last view: the paste did not move to DELETED")
 		}

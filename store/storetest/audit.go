@@ -32,7 +32,7 @@ func Check(t testing.TB, pool *pgxpool.Pool, bucketKeys []string) Audit {
 		HAVING c.ref_count <> count(p.short_code)`)
 	a.Unreferenced = queryStrings(t, pool, `SELECT blob_key FROM content WHERE ref_count = 0`)
 	contentKeys := queryStrings(t, pool, `SELECT blob_key FROM content`)
-	a.Outbox = queryStrings(t, pool, `SELECT blob_key FROM blob_deletions`)
+	a.Outbox = queryStrings(t, pool, `SELECT blob_key FROM blob_outbox`)
 	inBucket := map[string]bool{}
 	for _, k := range bucketKeys {
 		inBucket[k] = true

@@ -90,7 +90,7 @@ func (m *measurement) cleanup(ctx context.Context, r *result) error {
 	r.cleanTime, r.cleaned, r.cleanS3, r.cleanRedis = time.Since(start), run.Tombstoned, m.s3.take(), m.redis.take()
 	m.logf("vacuuming after the cleanup")
 	r.vacuumWAL, err = m.meter.measure(ctx, false, func() error {
-		_, err := m.store.Pool().Exec(ctx, `VACUUM pastes, content, tombstones, blob_deletions`)
+		_, err := m.store.Pool().Exec(ctx, `VACUUM pastes, content, tombstones, blob_deletions, blob_deletion_batches`)
 		return err
 	})
 	return err

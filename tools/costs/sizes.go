@@ -25,7 +25,7 @@ func (r relSize) perEntry() float64 {
 }
 
 // tables are the ones a paste costs rows in.
-var tables = []string{"pastes", "content", "tombstones", "idempotency_keys", "blob_deletions"}
+var tables = []string{"pastes", "content", "tombstones", "idempotency_keys", "blob_deletions", "blob_deletion_batches"}
 
 // sizes reads the size of every table of a paste and of each of its indexes, and how many rows or
 // entries each holds.

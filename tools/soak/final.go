@@ -103,7 +103,7 @@ func (s *soak) checkDatabase(ctx context.Context) {
 	var inProgress, outbox, mismatched, duplicated int
 	err := s.pool.QueryRow(ctx, `
 		SELECT (SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims),
-		       (SELECT count(*) FROM blob_deletions),
+		       (SELECT count(*) FROM blob_outbox),
 		       (SELECT count(*) FROM content c
 		        WHERE c.ref_count <> (SELECT count(*) FROM pastes p WHERE p.content_hash = c.content_hash)),
 		       (SELECT count(*) FROM (SELECT title FROM pastes GROUP BY title HAVING count(*) > 1) d)`,

@@ -53,7 +53,7 @@ func (s *soak) backlog(ctx context.Context, since time.Time) (backlog, error) {
 	err := s.pool.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at < $1),
 		       (SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims),
-		       (SELECT count(*) FROM blob_deletions)`, since).Scan(&b.expired, &b.inProgress, &b.outbox)
+		       (SELECT count(*) FROM blob_outbox)`, since).Scan(&b.expired, &b.inProgress, &b.outbox)
 	return b, err
 }
 
@@ -68,6 +68,7 @@ func (s *soak) fastForwardOutbox(ctx context.Context) {
 	_, _ = s.pool.Exec(ctx, `
 		UPDATE blob_deletions SET next_attempt = now(), not_before = least(not_before, now())
 		WHERE next_attempt > now()`)
+	_, _ = s.pool.Exec(ctx, `UPDATE blob_deletion_batches SET next_attempt = now() WHERE next_attempt > now()`)
 }
 
 // cleanupRun has serve process i start a cleanup run (POST /admin/cleanup) and waits until the run

@@ -54,7 +54,7 @@ func Verify(ctx context.Context, pool *pgxpool.Pool, outboxDrained bool) error {
 		          USING (content_hash)
 		        WHERE c.ref_count <> coalesce(p.n, 0)),
 		       (SELECT count(*) FROM pastes WHERE expires_at <= now()),
-		       (SELECT count(*) FROM blob_deletions)`).Scan(&mismatches, &left, &outbox)
+		       (SELECT count(*) FROM blob_outbox)`).Scan(&mismatches, &left, &outbox)
 	switch {
 	case err != nil:
 		return err
