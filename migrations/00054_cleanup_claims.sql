@@ -14,6 +14,8 @@ CREATE TABLE cleanup_claims (
     claimed_at timestamptz NOT NULL DEFAULT statement_timestamp(),
     codes      text[]      NOT NULL CHECK (cardinality(codes) > 0 AND array_position(codes, NULL) IS NULL)
 );
+-- Random codes do not compress: stored out of line as they are, without the try.
+ALTER TABLE cleanup_claims ALTER COLUMN codes SET STORAGE EXTERNAL;
 
 -- Claims made the old way and not finished go back to the queue, as the watchdog would return them:
 -- a replica of the version before still finishing one matches its deletion_initiated_at, finds it

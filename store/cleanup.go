@@ -268,6 +268,8 @@ func (s *Store) ResetStuck(ctx context.Context, olderThan time.Duration, limit i
 
 // Backlog is the cleanup work waiting: live pastes past their expiry.
 type Backlog struct {
+	// Expired is how many wait for a claim: counted one by one up to BacklogCounted, the planner's
+	// estimate past it.
 	Expired    int64
 	Oldest     time.Time // expiry of the oldest one; zero when there is none
 	InProgress int64     // pastes claimed and not finished
@@ -298,32 +300,46 @@ func (b Backlog) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// BacklogCounted is how many waiting pastes Backlog counts one by one. On a heavy day a count of
+// every one walked ten million index entries, two seconds of a core that every replica spent every
+// two minutes for its gauges, and the users felt each (make bench-heavyday); past this, the
+// planner's estimate says as much.
+const BacklogCounted = 100_000
+
 // Backlog counts the waiting work. The counts read only the two partial indexes, the claims and the
 // outbox (small while it drains; the scan that finds its oldest entry is the one that counts it).
-// Claimed pastes are live and expired until their finish: they are counted in flight, not waiting. On a
-// heavy day the first count walks millions of entries: it runs in one process, never as a parallel
-// query, which would take every core for its seconds and stall users' requests meanwhile.
+// Claimed pastes are live and expired until their finish: they are counted in flight, not waiting.
+// The counts run in one process, never as a parallel query, which would take every core at once.
 func (s *Store) Backlog(ctx context.Context) (Backlog, error) {
 	var b Backlog
+	var waiting, claimed int64
 	var oldest, outboxOldest *time.Time
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL max_parallel_workers_per_gather = 0`); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `
-			WITH claimed AS (SELECT coalesce(sum(cardinality(codes)), 0) AS n FROM cleanup_claims)
-			SELECT greatest((SELECT count(*) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now())
-			                - (SELECT n FROM claimed), 0),
+			SELECT (SELECT count(*) FROM (SELECT FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now() LIMIT $1) w),
+			       (SELECT coalesce(sum(cardinality(codes)), 0) FROM cleanup_claims),
 			       (SELECT min(expires_at) FROM pastes WHERE status = 'NOT_EXPIRED' AND expires_at <= now()
 			          AND short_code NOT IN (SELECT unnest(codes) FROM cleanup_claims)),
-			       (SELECT n FROM claimed) + (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
+			       (SELECT count(*) FROM pastes WHERE status = 'DELETION_IN_PROGRESS'),
 			       (SELECT count(*) FROM blob_outbox),
 			       (SELECT min(coalesce(not_before, enqueued_at)) FROM blob_outbox
-			        WHERE coalesce(not_before, enqueued_at) <= now())`).Scan(&b.Expired, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
+			        WHERE coalesce(not_before, enqueued_at) <= now())`, BacklogCounted).Scan(
+			&waiting, &claimed, &oldest, &b.InProgress, &b.Outbox, &outboxOldest)
 	})
 	if err != nil {
 		return Backlog{}, fmt.Errorf("read backlog: %w", err)
 	}
+	if waiting >= BacklogCounted {
+		estimate, _, err := s.BacklogEstimate(ctx)
+		if err != nil {
+			return Backlog{}, fmt.Errorf("read backlog: %w", err)
+		}
+		waiting = max(waiting, int64(estimate))
+	}
+	b.Expired, b.InProgress = max(waiting-claimed, 0), b.InProgress+claimed
 	if oldest != nil {
 		b.Oldest = *oldest
 	}

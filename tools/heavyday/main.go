@@ -47,10 +47,11 @@ type config struct {
 	window     time.Duration // the paced drain under load is measured this long (or until it ends)
 	steps      []int         // the budgets of the steps, pastes/s for the deployment; 0: none
 	stepLength time.Duration
-	budget     float64 // PASTEBIN_CLEANUP_LATENCY_BUDGET, and what the report holds the users to
-	pacing     string  // PASTEBIN_CLEANUP_PACING of the drain under load
-	maxRate    string  // PASTEBIN_CLEANUP_MAX_RATE of the drain under load, the deployment's
-	walBudget  string  // max_wal_size during the run: the disk WAL may take
+	stepWarmup time.Duration // the load alone, unmeasured, before each step: the replicas just started
+	budget     float64       // PASTEBIN_CLEANUP_LATENCY_BUDGET, and what the report holds the users to
+	pacing     string        // PASTEBIN_CLEANUP_PACING of the drain under load
+	maxRate    string        // PASTEBIN_CLEANUP_MAX_RATE of the drain under load, the deployment's
+	walBudget  string        // max_wal_size during the run: the disk WAL may take
 	out        string
 	pastebin   string // the serve binary
 
@@ -103,6 +104,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")
 	steps := fs.String("steps", "250,500,1000,2000,4000,8000,0", "budgets of the steps, pastes/s for the deployment (0: none)")
 	fs.DurationVar(&cfg.stepLength, "step-length", time.Minute, "how long each step is measured")
+	fs.DurationVar(&cfg.stepWarmup, "step-warmup", 20*time.Second, "how long each step runs the foreground load before the drain starts and the measurement with it")
 	fs.Float64Var(&cfg.budget, "latency-budget", 1.5, "PASTEBIN_CLEANUP_LATENCY_BUDGET of the drain under load, and the users' p99 the report holds the steps and the window to")
 	fs.StringVar(&cfg.pacing, "pacing", "auto", "PASTEBIN_CLEANUP_PACING of the drain under load: auto or off")
 	fs.StringVar(&cfg.maxRate, "max-rate", "", "PASTEBIN_CLEANUP_MAX_RATE of the drain under load (pastes/s, the deployment's); empty: none")

@@ -185,9 +185,10 @@ func writeFront(w io.Writer, rep *report) {
 	}
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
-		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), and measures %s under the foreground load. A step's users' p99 "+
+		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start), then "+
+		"starts the drain and measures %s under the load. A step's users' p99 "+
 		"is against the baseline's over windows as long (the median of its windows' p99s: %s).\n\n",
-		secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
+		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | p99 / baseline | within %.1f× | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|\n", budget)
 	points := front(rep.steps, baseline, budget)
 	for i, p := range points {

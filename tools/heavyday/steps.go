@@ -47,8 +47,10 @@ func (b *bench) measureSteps(ctx context.Context, rep *report) error {
 	return nil
 }
 
-// step starts the replicas with the drain held at budget, the foreground load on them, and measures
-// both for -step-length (or until the backlog is gone).
+// step starts the replicas with the drain held at budget and the foreground load on them, and once
+// -step-warmup has passed, starts the drain and measures both for -step-length (or until the
+// backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
+// out of the step's p99, which the baseline's, taken on replicas long started, does not have.
 func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
 	d := &drainResult{name: "step at " + budgetName(budget), pacing: "off"}
 	logs := filepath.Join(b.cfg.out, "logs", "step-"+strconv.Itoa(budget))
@@ -70,6 +72,9 @@ func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	fg, err := b.startLoad(ctx, rs, stop, done)
+	if err == nil {
+		err = sleep(ctx, b.cfg.stepWarmup)
+	}
 	if err == nil {
 		fg.setRecording(true)
 		err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.stepLength))
