@@ -113,8 +113,9 @@ func (c *expiryConfig) registerOrphanGrace(fs *flag.FlagSet) {
 	fs.Var(&c.orphanGrace, "orphan-grace", "the sweeper deletes untracked blobs only when older than this; the upload of a create that failed waits this long in the outbox")
 }
 
-// sweepLeaseTTL is how long a sweeper that died keeps others from sweeping; a live one refreshes it.
-const sweepLeaseTTL = 5 * time.Minute
+// sweepLeaseTTL is how long a sweeper that died keeps others from sweeping, `pastebin sweep`
+// included; a live one refreshes it every third of it, however long its listing takes.
+const sweepLeaseTTL = time.Minute
 
 // controllerLeaseTTL is how long the pacing's controller in a process that died keeps others from
 // taking it over: the last pace it published holds meanwhile.

@@ -118,15 +118,31 @@ func (c *cluster) admin(ctx context.Context, hc *http.Client, method string, i i
 
 // sweepOrphans runs `pastebin sweep` with a short grace: once the load has stopped, every upload
 // whose create never committed (a process killed between the two) is an orphan, and this is the
-// sweeper of invariant 3 finishing them. It returns the sweep's report line.
+// sweeper of invariant 3 finishing them. A serve killed in the middle of its own sweep leaves its
+// lease in Redis until the lease runs out (a minute): meanwhile the sweep says another process is
+// sweeping, and is asked again. It returns the sweep's report line.
 func (s *soak) sweepOrphans(ctx context.Context) (string, error) {
-	out, err := s.pastebin(ctx, "sweep", "sweep", "-orphan-grace", orphanGrace.String())
-	if err != nil {
-		return "", err
+	ctx, cancel := context.WithTimeout(ctx, sweepLeaseWait)
+	defer cancel()
+	for {
+		out, err := s.pastebin(ctx, "sweep", "sweep", "-orphan-grace", orphanGrace.String())
+		if err == nil {
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			return lines[len(lines)-1], nil // the report; log lines come before it
+		}
+		if !strings.Contains(out, sweepRunning) || ctx.Err() != nil {
+			return "", fmt.Errorf("%w: %s", err, lastLines(out, 3))
+		}
+		sleep(ctx, 5*time.Second)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return lines[len(lines)-1], nil // the report; log lines come before it
 }
+
+// sweepRunning is what `pastebin sweep` says when another process holds the sweep's lease
+// (expiry.ErrSweepRunning); sweepLeaseWait outlasts a lease its holder can no longer refresh.
+const (
+	sweepRunning   = "another process is sweeping the bucket"
+	sweepLeaseWait = 90 * time.Second
+)
 
 // orphanGrace is the grace of the final sweep and fsck: uploads younger than this may belong to a
 // create still committing. The soak waits longer than this after the load before using it.
