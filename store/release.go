@@ -113,9 +113,10 @@ var perKey = queueing{}
 // freeContentSQL deletes the content rows hashes[i] that hold exactly counts[i] references, the
 // batch's own, and, unless $4 (a batch queues them itself), queues their blobs in the outbox, due
 // after $3. A key the outbox already holds back (an upload whose create failed, then committed
-// after all, see EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3;
-// a batch leaves it held, and deletes the blob as soon as the held entry would. A row some other transaction changed
-// since this statement's snapshot is judged again on its newest version (PostgreSQL's
+// after all, see EnqueueAbandonedUploads) is freed now: it becomes an ordinary entry, due after $3.
+// A batch leaves such an entry as it is: its worker deletes the blob at once from the batch's own
+// row, and the held entry deletes it again later, which is harmless. A row some other transaction
+// changed since this statement's snapshot is judged again on its newest version (PostgreSQL's
 // EvalPlanQual): a row a create took another reference to is left alone, and decremented next.
 const freeContentSQL = `
 	WITH r AS (
