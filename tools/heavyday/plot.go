@@ -119,8 +119,8 @@ func writeFrontPlot(path string, rep *report) error {
 		s.Color = blue
 		p.Add(s)
 	}
-	top := slices.Max(xs)
-	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{0, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
+	lo, top := slices.Min(xs), slices.Max(xs)
+	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{lo, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
 	d := rep.heavy
 	ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
 	if s, err := plotter.NewScatter(xyOf([]float64{settledRate(d)}, []float64{ratio})); err == nil {
@@ -128,7 +128,28 @@ func writeFrontPlot(path string, rep *report) error {
 		p.Add(s)
 		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
 	}
-	p.X.Min = 0
+	if lo > 0 {
+		// The steps double the rate: on a log axis they are evenly spaced, and the flat stretch up
+		// to the knee is as wide as the steep one past it. Ticks at the steps' rates.
+		var ticks plot.ConstantTicks
+		for _, x := range xs {
+			ticks = append(ticks, plot.Tick{Value: x, Label: fmt.Sprintf("%.0f", x)})
+		}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks
+		p.X.Label.Text += ", log scale"
+	}
+	if slices.Min(ys) > 0 {
+		// The unlimited step reads tens of times the baseline: on a log axis the budget's
+		// neighbourhood keeps its room.
+		var ticks plot.ConstantTicks
+		for _, v := range []float64{1, 1.5, 2, 3, 5, 10, 20, 50, 100} {
+			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
+		}
+		p.Y.Min = min(1, slices.Min(ys))
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, ticks
+		p.Y.Label.Text += ", log scale"
+	}
+	p.Legend.Left = true
 	return p.Save(vg.Points(700), vg.Points(450), path)
 }
 
