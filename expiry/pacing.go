@@ -48,10 +48,16 @@ func (p Pacing) validate() error {
 }
 
 // The controller's timing: it steps every controllerTick on the signal of the last
-// controllerWindow, five latency windows of cache.LatencyWindow.
+// controllerWindow, fifteen latency windows of cache.LatencyWindow. The window is as long as the
+// signal's noise needs: on the heavy day at a million, the users' p99 over 10 s (3,000 requests,
+// its 30th slowest) read 1.1 to 1.3 times the baseline at drain rates whose p99 over a minute was
+// 1.07 to 1.16, as wide as the room between the aim and the budget, and one stalled finish set it.
+// A p99 over all the window's requests (not the median of shorter windows') is what the users'
+// p99 is judged by, and it rises as soon as a slow stretch fills a few of its hundredths: quick to
+// show an overshoot, slow to forgive it.
 const (
 	controllerTick   = 2 * time.Second
-	controllerWindow = 10 * time.Second
+	controllerWindow = 30 * time.Second
 )
 
 // scaled is d on the pacing's time scale.
