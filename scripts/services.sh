@@ -157,8 +157,10 @@ pg_dir() {
   fi
 }
 
+# As root, from /: the postgres user may not enter a private folder the command was started in
+# (a clone under mktemp -d), and PostgreSQL's tools complain of it on every call.
 as_pg() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 pg_running() { [ -f "$1/postmaster.pid" ] && as_pg "$(pg_bin)/pg_ctl" -D "$1" status >/dev/null 2>&1; }
