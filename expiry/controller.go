@@ -27,8 +27,8 @@ const (
 	// aimShare: the controller aims at this share of the budget in log terms (budget 1.5: 1.33),
 	// under the budget by about the noise of its signal. The measured front is shallow where it
 	// crosses the budget (1.33 at 2,000 pastes/s, 1.5 at about 2,360 in one run): an aim of 1.22
-	// settled the simulations of it at half the crossing, 1.33 at 0.57 to 0.82 of it, 1.38 at 0.65
-	// to 0.87 with the users' p99 up to 1.49. On the heavy day 1.38 went over the budget (1.58).
+	// settled the simulations of it at half the crossing, 1.33 at 0.57 to 0.82 of it. An aim of
+	// 1.38 with a cut every 30 s took the heavy day's users over the budget (1.58).
 	aimShare = 0.7
 	// riseDoubling: at the signal's level before the drain, the rate doubles in this time while it
 	// is below the rate the last cut left (the knee), and in probeDoubling near or past it.
@@ -60,8 +60,9 @@ const (
 // its aim the rate grows in proportion to the headroom left (an integral law: where the plant is
 // flat, that is a steady exponential climb), between the aim and the budget it eases off the same
 // way, and past the budget it cuts at once by aim/signal, and again every third of a signal window
-// while the signal stays past it. It remembers the rate the cut left (the knee) and climbs slowly from there, so the limit
-// settles under the rate that broke the budget instead of sawing across it. It never leaves
+// while the signal stays past it. It remembers the rate the cut left (the knee) and climbs slowly
+// from there, so the limit settles under the rate that broke the budget instead of sawing across
+// it. It never leaves
 // [floor, ceiling], nor runs further than headroom above what the drain achieves; so it never
 // stops the drain.
 type controller struct {
@@ -124,8 +125,8 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 
 // ease moves the rate by the headroom under the aim, on the log scale: up under the aim, down
 // between the aim and the budget. It climbs fast only below the knee and once the signal has
-// stayed under the aim for a whole window: a window that still holds the time before the last cut
-// or ease says little of the rate now.
+// stayed under the aim for a whole window: a window that still holds a time at or over the aim
+// says little of the rate now.
 func (c *controller) ease(now time.Time, dt, signal, aim float64) {
 	doubling := c.scale(riseDoubling)
 	if c.rate >= kneeShare*c.knee || now.Sub(c.calmSince) < c.window {
