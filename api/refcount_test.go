@@ -205,7 +205,7 @@ func TestCreateRacesCleanupToZero(t *testing.T) {
 	if err := e.store.Pool().QueryRow(ctx, `SELECT blob_key FROM content`).Scan(&oldKey); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := e.store.ClaimExpired(ctx, 10, time.Time{}, nil)
+	claim, err := e.store.ClaimExpired(ctx, 10, time.Time{})
 	if err != nil || len(claim.Codes) != 1 {
 		t.Fatalf("claim: %v, %d pastes", err, len(claim.Codes))
 	}

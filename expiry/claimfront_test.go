@@ -18,7 +18,7 @@ func TestClaimsLookBackFromTheFront(t *testing.T) {
 	for i := range 25 {
 		e.paste("later "+string(rune('a'+i)), time.Now().Add(-time.Hour+time.Duration(i)*time.Second))
 	}
-	held, err := e.store.ClaimExpired(ctx, 1, time.Time{}, nil) // another worker's, handed back later
+	held, err := e.store.ClaimExpired(ctx, 1, time.Time{}) // another worker's, handed back later
 	if err != nil || !slices.Equal(held.Codes, []string{first}) {
 		t.Fatalf("the other claim: %v, %v; want the earliest paste", held.Codes, err)
 	}

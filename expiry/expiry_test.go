@@ -115,7 +115,7 @@ func TestWatchdog(t *testing.T) {
 	e := newEnv(t)
 	e.seed(storetest.SeedSpec{Pastes: 500, Expired: 300, Shared: 0.5, Tag: "W"})
 	ctx := context.Background()
-	stalled, err := e.store.ClaimExpired(ctx, 120, time.Time{}, nil) // a worker that stalls after this
+	stalled, err := e.store.ClaimExpired(ctx, 120, time.Time{}) // a worker that stalls after this
 	if err != nil || len(stalled.Codes) != 120 {
 		t.Fatalf("claim: %d rows, %v", len(stalled.Codes), err)
 	}
@@ -129,7 +129,7 @@ func TestWatchdog(t *testing.T) {
 	if n := x.resetStuck(ctx); n != 120 {
 		t.Fatalf("the watchdog reset %d rows, want the stalled claim's 120", n)
 	}
-	current, err := e.store.ClaimExpired(ctx, 1000, time.Time{}, nil) // another worker takes them
+	current, err := e.store.ClaimExpired(ctx, 1000, time.Time{}) // another worker takes them
 	if err != nil || !sameCodes(current.Codes, stalled.Codes) {
 		t.Fatalf("the second claim took %d rows (%v), want the 120 the watchdog returned", len(current.Codes), err)
 	}

@@ -169,7 +169,7 @@ func (x *Expirer) afterCommits(ctx context.Context, r *run, in <-chan committed)
 	}
 }
 
-// claim takes a batch under the Redis lock, held only while the rows are chosen. Without Redis the
+// claim takes a batch under the Redis lock, held for the claim's one round trip. Without Redis the
 // claim goes ahead unlocked: the claims' advisory lock in PostgreSQL keeps it correct. Once
 // begun, a claim is not cancelled by shutdown: cancelled at its commit, its outcome would be unknown.
 func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
@@ -180,7 +180,6 @@ func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 		}
 		return batch{}, ctx.Err()
 	}
-	unlock := func() {}
 	switch {
 	case errors.Is(err, cache.ErrLockHeld):
 		// Someone held it for the whole wait: claim anyway rather than stall.
@@ -193,18 +192,16 @@ func (x *Expirer) claim(ctx context.Context, cur cursor) (batch, error) {
 		if x.lockOutage.Succeeded() {
 			x.logger.InfoContext(ctx, "redis reachable again: cleanup claims under the lock")
 		}
-		var once sync.Once
-		unlock = func() { once.Do(release) }
-		defer unlock()
+		defer release()
 	}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stageTimeout)
 	defer cancel()
 	var c store.Claim
 	if cur.heap {
-		c, err = x.store.ClaimExpiredInHeapOrder(cctx, x.cfg.BatchSize, cur.page, cur.pages, unlock)
+		c, err = x.store.ClaimExpiredInHeapOrder(cctx, x.cfg.BatchSize, cur.page, cur.pages)
 	} else {
-		c, err = x.store.ClaimExpired(cctx, x.cfg.BatchSize, cur.from, unlock)
+		c, err = x.store.ClaimExpired(cctx, x.cfg.BatchSize, cur.from)
 	}
 	if err != nil {
 		x.metrics.failures.WithLabelValues("claim").Inc()

@@ -25,7 +25,7 @@ func TestBacklogEstimatesPastItsCount(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `ANALYZE pastes`); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil)
+	c, err := s.ClaimExpired(ctx, 1000, time.Time{})
 	if err != nil || len(c.Codes) != 1000 {
 		t.Fatalf("claim: %d, %v", len(c.Codes), err)
 	}

@@ -43,7 +43,7 @@ func TestClaimInHeapOrder(t *testing.T) {
 	seen := map[string]bool{}
 	var from store.HeapPosition
 	for claims := 0; ; claims++ {
-		c, err := s.ClaimExpiredInHeapOrder(ctx, 300, from, pages, nil)
+		c, err := s.ClaimExpiredInHeapOrder(ctx, 300, from, pages)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,10 +56,10 @@ func TestClaimsNeverShareAPaste(t *testing.T) {
 				var c store.Claim
 				var err error
 				if heapOrder {
-					c, err = claimer.ClaimExpiredInHeapOrder(ctx, 150, from, pages, nil)
+					c, err = claimer.ClaimExpiredInHeapOrder(ctx, 150, from, pages)
 					from = c.Next
 				} else {
-					c, err = claimer.ClaimExpired(ctx, 150, time.Time{}, nil)
+					c, err = claimer.ClaimExpired(ctx, 150, time.Time{})
 				}
 				if err != nil {
 					t.Error(err)
@@ -141,7 +141,7 @@ func TestClaimLeavesPastesAsTheyAre(t *testing.T) {
 	if err := s.Pool().QueryRow(ctx, versions).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.ClaimExpired(ctx, 200, time.Time{}, nil)
+	c, err := s.ClaimExpired(ctx, 200, time.Time{})
 	if err != nil || len(c.Codes) != 200 {
 		t.Fatalf("claim: %d, %v", len(c.Codes), err)
 	}
@@ -180,7 +180,7 @@ func TestWatchdogReturnsOlderVersionsClaims(t *testing.T) {
 	}
 	exec(t, s, `UPDATE pastes SET status = 'DELETION_IN_PROGRESS', deletion_initiated_at = now() - interval '1 hour'
 		WHERE short_code IN (SELECT short_code FROM pastes WHERE expires_at <= now() LIMIT 40)`)
-	if c, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil); err != nil || len(c.Codes) != 60 {
+	if c, err := s.ClaimExpired(ctx, 1000, time.Time{}); err != nil || len(c.Codes) != 60 {
 		t.Fatalf("claim beside the older claim: %d, %v; want the other 60", len(c.Codes), err)
 	} else if _, err := s.FinishClaim(ctx, c, 0); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func TestWatchdogReturnsOlderVersionsClaims(t *testing.T) {
 	if n, err := s.ResetStuck(ctx, 10*time.Minute, 1000); err != nil || n != 40 {
 		t.Fatalf("the watchdog returned %d (%v), want the older claim's 40", n, err)
 	}
-	c, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil)
+	c, err := s.ClaimExpired(ctx, 1000, time.Time{})
 	if err != nil || len(c.Codes) != 40 {
 		t.Fatalf("claim after the watchdog: %d, %v; want 40", len(c.Codes), err)
 	}

@@ -80,12 +80,11 @@ const pickExpiredInHeapOrderSQL = `
 
 // ClaimExpired claims up to limit expired live pastes, expiring at from or later (the zero time:
 // any), and returns them. It chooses them and records the claim in one statement, under the claims'
-// advisory lock, then calls locked, in one transaction: a caller holding the Redis lock releases it
-// in locked, so that lock covers only the choice of rows. No two claims ever share a paste, with or
-// without the Redis lock (invariant 7). A claim whose commit failed may have committed all the same:
+// advisory lock, in one transaction. No two claims ever share a paste, with or without the Redis
+// lock (invariant 7). A claim whose commit failed may have committed all the same:
 // it is handed back at once (ReturnClaim) rather than left to the watchdog.
-func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, locked func()) (Claim, error) {
-	return s.claim(ctx, pickExpiredSQL, locked, limit, from)
+func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time) (Claim, error) {
+	return s.claim(ctx, pickExpiredSQL, limit, from)
 }
 
 // ClaimExpiredInHeapOrder is ClaimExpired in the order of the table's heap, from the place from on
@@ -94,8 +93,8 @@ func (s *Store) ClaimExpired(ctx context.Context, limit int, from time.Time, loc
 // run began (HeapPages): the pages added since hold new pastes, which are not expired yet. It
 // claims nothing once no expired live row is left from from to there; rows behind it (handed back,
 // or expired since) are left to claims in expiry order.
-func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, pages uint32, locked func()) (Claim, error) {
-	return s.claim(ctx, pickExpiredInHeapOrderSQL, locked, limit,
+func (s *Store) ClaimExpiredInHeapOrder(ctx context.Context, limit int, from HeapPosition, pages uint32) (Claim, error) {
+	return s.claim(ctx, pickExpiredInHeapOrderSQL, limit,
 		pgtype.TID{BlockNumber: from.Page, OffsetNumber: from.Line, Valid: true}, pgtype.TID{BlockNumber: pages, Valid: true})
 }
 
@@ -117,42 +116,24 @@ func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
 // follow, waits for its flush as every other commit does; it flushes the claim's with it.
 const claimBeginSQL = `SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', 'off', true)`
 
-// claim runs the claim of the pastes pickSQL chooses. The transaction is READ COMMITTED whatever
-// the database's default: the claim's statement must take its snapshot after the lock is granted,
-// not at the transaction's start, to see the claim committed just before it.
-func (s *Store) claim(ctx context.Context, pickSQL string, locked func(), args ...any) (Claim, error) {
-	var c Claim
-	recorded := false
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, claimBeginSQL, claimLockClass, claimLockKey); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, fmt.Sprintf(claimSQL, pickSQL), args...)
-		if err != nil {
-			return err
-		}
-		var tid pgtype.TID
-		var tids []pgtype.TID
-		var code string
-		var hash []byte
-		var expires time.Time
-		_, err = pgx.ForEachRow(rows, []any{&tid, &code, &hash, &expires, &c.ID}, func() error {
-			tids = append(tids, tid)
-			c.Codes = append(c.Codes, code)
-			c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
-			if expires.After(c.Last) {
-				c.Last = expires
-			}
-			return nil
-		})
-		if locked != nil {
-			locked()
-		}
-		if recorded = err == nil && c.ID != 0; recorded {
-			c.Next = after(tids)
-		}
-		return err
-	})
+// claim runs the claim of the pastes pickSQL chooses: its transaction's four statements go in one
+// round trip (a pipeline), since on a machine with no idle core each round trip waits for a
+// processor on both sides, and the claim's time was mostly those waits (docs/performance.md, "The
+// heavy day"). The transaction is READ COMMITTED whatever the database's default: the claim's
+// statement must take its snapshot after the lock is granted, not at the transaction's start, to
+// see the claim committed just before it. A statement that fails leaves the transaction aborted,
+// and the pool closes a connection it gets back in that state.
+func (s *Store) claim(ctx context.Context, pickSQL string, args ...any) (Claim, error) {
+	var b pgx.Batch
+	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	b.Queue(claimBeginSQL, claimLockClass, claimLockKey)
+	b.Queue(fmt.Sprintf(claimSQL, pickSQL), args...)
+	b.Queue(`COMMIT`)
+	br := s.pool.SendBatch(ctx, &b)
+	c, recorded, err := readClaim(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		if recorded {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -162,6 +143,41 @@ func (s *Store) claim(ctx context.Context, pickSQL string, locked func(), args .
 		return Claim{}, fmt.Errorf("claim expired pastes: %w", err)
 	}
 	return c, nil
+}
+
+// readClaim reads the results of claim's pipeline, in order. recorded reports whether the claim's
+// row was written: then a failure after it (the commit's) may have committed all the same, and
+// the claim must be handed back.
+func readClaim(br pgx.BatchResults) (c Claim, recorded bool, err error) {
+	for range 2 { // BEGIN, the lock
+		if _, err := br.Exec(); err != nil {
+			return Claim{}, false, err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return Claim{}, false, err
+	}
+	var tid pgtype.TID
+	var tids []pgtype.TID
+	var code string
+	var hash []byte
+	var expires time.Time
+	_, err = pgx.ForEachRow(rows, []any{&tid, &code, &hash, &expires, &c.ID}, func() error {
+		tids = append(tids, tid)
+		c.Codes = append(c.Codes, code)
+		c.Hashes = append(c.Hashes, append([]byte(nil), hash...))
+		if expires.After(c.Last) {
+			c.Last = expires
+		}
+		return nil
+	})
+	if err != nil || c.ID == 0 {
+		return Claim{}, false, err
+	}
+	c.Next = after(tids)
+	_, err = br.Exec() // COMMIT
+	return c, true, err
 }
 
 // after is the place in the heap just past the last of tids.

@@ -38,7 +38,7 @@ func TestRestrictRefusesWrongRefCount(t *testing.T) {
 	_, err = s.DeletePaste(ctx, a.Code, "t")
 	wantRestrictViolation(t, "owner delete", err)
 	exec(t, s, `UPDATE pastes SET expires_at = now() WHERE short_code = $1`, b.Code)
-	claim, err := s.ClaimExpired(ctx, 10, time.Time{}, nil)
+	claim, err := s.ClaimExpired(ctx, 10, time.Time{})
 	if err != nil || len(claim.Codes) != 1 {
 		t.Fatalf("claim: %v, %d", err, len(claim.Codes))
 	}

@@ -44,14 +44,14 @@ func TestPartialIndexesUsed(t *testing.T) {
 		SELECT 'T' || lpad(i::text, 10, '0'), sha256('t'::bytea), 'owner' FROM generate_series(1, 20000) AS i`); err != nil {
 		t.Fatal(err) // tombstones for the purge: enough that scanning them costs more than the index
 	}
-	done, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil)
+	done, err := s.ClaimExpired(ctx, 1000, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FinishClaim(ctx, done, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ClaimExpired(ctx, 500, time.Time{}, nil); err != nil { // some rows in flight for the watchdog
+	if _, err := s.ClaimExpired(ctx, 500, time.Time{}); err != nil { // some rows in flight for the watchdog
 		t.Fatal(err)
 	}
 	if _, err := s.Pool().Exec(ctx, "ANALYZE pastes, tombstones"); err != nil {
@@ -99,7 +99,7 @@ func TestClaimStartsPastDeadEntries(t *testing.T) {
 	}
 	var last time.Time
 	for range 20 {
-		c, err := s.ClaimExpired(ctx, 1000, last, nil)
+		c, err := s.ClaimExpired(ctx, 1000, last)
 		if err != nil || len(c.Codes) != 1000 {
 			t.Fatalf("claim: %v, %d rows", err, len(c.Codes))
 		}

@@ -85,7 +85,7 @@ func TestCleanupBatchOutboxRow(t *testing.T) {
 		if err := storetest.Load(ctx, s.Pool(), storetest.SeedSpec{Pastes: n, Expired: n, Tag: tag}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.ClaimExpired(ctx, 1000, time.Time{}, nil)
+		c, err := s.ClaimExpired(ctx, 1000, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func TestFinishMeetsConcurrentReferences(t *testing.T) {
 			content := "held by another transaction"
 			codes := newContent(t, s, content, tc.pastes)
 			exec(t, s, `UPDATE pastes SET expires_at = now() - interval '1 hour' WHERE short_code = $1`, codes[0])
-			claim, err := s.ClaimExpired(ctx, 10, time.Time{}, nil)
+			claim, err := s.ClaimExpired(ctx, 10, time.Time{})
 			if err != nil || len(claim.Codes) != 1 {
 				t.Fatalf("claim: %v, %v", claim.Codes, err)
 			}

@@ -33,7 +33,7 @@ func TestTakeDownOfClaimedPaste(t *testing.T) {
 	ctx := context.Background()
 	taken := expiredContent(t, s, "claimed, then taken down", 3)
 	blocked := expiredContent(t, s, "claimed, then blocked", 2)
-	claim, err := s.ClaimExpired(ctx, 100, time.Time{}, nil)
+	claim, err := s.ClaimExpired(ctx, 100, time.Time{})
 	if err != nil || len(claim.Codes) != 5 {
 		t.Fatalf("claim: %d rows, %v; want 5", len(claim.Codes), err)
 	}
@@ -89,7 +89,7 @@ func TestTakeDownsRaceCleanup(t *testing.T) {
 		for c := range 4 {
 			codes = append(codes, expiredContent(t, s, fmt.Sprintf("round %d content %d", round, c), 5)...)
 		}
-		claim, err := s.ClaimExpired(ctx, 100, time.Time{}, nil)
+		claim, err := s.ClaimExpired(ctx, 100, time.Time{})
 		if err != nil || len(claim.Codes) != 20 {
 			t.Fatalf("round %d: claim of %d rows, %v; want 20", round, len(claim.Codes), err)
 		}
