@@ -2,46 +2,48 @@ package expiry
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
+	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
-// lockThatStops is a claim lock whose release, called once the claim has chosen and locked its
-// rows, shuts the process down: the shutdown lands inside the claim.
-type lockThatStops struct{ stop context.CancelFunc }
-
-func (l lockThatStops) Acquire(ctx context.Context) (func(), error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return l.stop, nil
-}
-
 // TestShutdownDuringClaim: a shutdown that lands while a worker claims lets the claim commit, and
-// the worker finishes that batch before it stops; nothing is left claimed for the
-// watchdog, and stopping is not counted as an error.
+// the worker finishes that batch before it stops; nothing is left claimed for the watchdog, and
+// stopping is not counted as an error. The shutdown lands while the claim, sent whole to the
+// server, waits there for the claims' advisory lock, which the test holds.
 func TestShutdownDuringClaim(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.seed(storetest.SeedSpec{Pastes: 1000, Expired: 800, Shared: 0.4, Tag: "S"})
+	hold, err := e.store.Pool().Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(context.Background(), `SELECT pg_advisory_xact_lock(x'636c6d'::int, 0)`); err != nil { // store's claimLock
+		t.Fatal(err)
+	}
+	x := e.expirer(1, func(c *Config) { c.BatchSize = 200 })
 	ctx, stop := context.WithCancel(context.Background())
-	cfg := DefaultConfig()
-	cfg.Workers, cfg.BatchSize, cfg.Host = 1, 200, "test"
-	locks := testLocks(e.cache)
-	locks.Claim = lockThatStops{stop}
-	x, err := New(cfg, e.store, e.bucket, e.cache, locks, slog.New(slog.NewTextHandler(e.logs, nil)), prometheus.NewRegistry())
-	if err != nil {
+	done := make(chan store.Run)
+	go func() {
+		r, err := x.RunOnce(ctx, "test")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	storetest.WaitFor(t, "a claim waits for the claims' lock", func() bool {
+		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+			AND classid = x'636c6d'::int::oid AND objid = 0 AND objsubid = 2 AND NOT granted`) > 0
+	})
+	stop()
+	if err := hold.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r, err := x.RunOnce(ctx, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := <-done
 	if r.Claimed != 200 || r.Tombstoned != 200 || r.Errors != 0 {
 		t.Errorf("run stopped during its first claim: claimed %d, tombstoned %d, errors %d (%s); want one whole batch of 200 and no error",
 			r.Claimed, r.Tombstoned, r.Errors, r.LastError)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -116,21 +117,30 @@ func (s *Store) HeapPages(ctx context.Context) (uint32, error) {
 // follow, waits for its flush as every other commit does; it flushes the claim's with it.
 const claimBeginSQL = `SELECT pg_advisory_xact_lock($1, $2), set_config('synchronous_commit', 'off', true)`
 
-// claim runs the claim of the pastes pickSQL chooses: its transaction's four statements go in one
-// round trip (a pipeline), since on a machine with no idle core each round trip waits for a
-// processor on both sides, and the claim's time was mostly those waits (docs/performance.md, "The
-// heavy day"). The transaction is READ COMMITTED whatever the database's default: the claim's
-// statement must take its snapshot after the lock is granted, not at the transaction's start, to
-// see the claim committed just before it. A statement that fails leaves the transaction aborted,
-// and the pool closes a connection it gets back in that state.
+// claim runs the claim of the pastes pickSQL chooses: its transaction's statements go in one
+// round trip (a pipeline; a connection's first claim prepares them in one more), since on a
+// machine with no idle core each round trip waits for a processor on both sides, and the claim's
+// time was mostly those waits (docs/performance.md, "The heavy day"). The transaction is READ
+// COMMITTED whatever the database's default: the claim's statement must take its snapshot after
+// the lock is granted, not at the transaction's start, to see the claim committed just before it.
+// A statement that fails leaves the transaction aborted, and the pool closes a connection it gets
+// back in that state.
 func (s *Store) claim(ctx context.Context, pickSQL string, args ...any) (Claim, error) {
 	var b pgx.Batch
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	if deadline, ok := ctx.Deadline(); ok {
+		// The server has the claim's statement and its COMMIT as soon as the batch is sent: were
+		// the client to give up first (waiting for the lock, say), the claim could commit unseen
+		// and hold its pastes until the watchdog. So the server gives up on each of the two
+		// statements that may wait within a third of the client's time.
+		third := max(1, time.Until(deadline).Milliseconds()/3)
+		b.Queue(`SELECT set_config('statement_timeout', $1, true)`, strconv.FormatInt(third, 10))
+	}
 	b.Queue(claimBeginSQL, claimLockClass, claimLockKey)
 	b.Queue(fmt.Sprintf(claimSQL, pickSQL), args...)
 	b.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, &b)
-	c, recorded, err := readClaim(br)
+	c, recorded, err := readClaim(br, b.Len()-2)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -145,11 +155,12 @@ func (s *Store) claim(ctx context.Context, pickSQL string, args ...any) (Claim, 
 	return c, nil
 }
 
-// readClaim reads the results of claim's pipeline, in order. recorded reports whether the claim's
-// row was written: then a failure after it (the commit's) may have committed all the same, and
-// the claim must be handed back.
-func readClaim(br pgx.BatchResults) (c Claim, recorded bool, err error) {
-	for range 2 { // BEGIN, the lock
+// readClaim reads the results of claim's pipeline, in order: lead statements before the claim's
+// (BEGIN, the lock), the claim's, COMMIT. recorded reports whether the claim's row was written:
+// then a failure after it (the commit's) may have committed all the same, and the claim must be
+// handed back.
+func readClaim(br pgx.BatchResults, lead int) (c Claim, recorded bool, err error) {
+	for range lead {
 		if _, err := br.Exec(); err != nil {
 			return Claim{}, false, err
 		}
