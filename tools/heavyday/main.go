@@ -42,6 +42,7 @@ type config struct {
 	phases     []string
 	replicas   int
 	workers    int           // cleanup workers per replica
+	batchSize  int           // PASTEBIN_CLEANUP_BATCH_SIZE
 	rate       int           // foreground requests per second, over all replicas
 	baseline   time.Duration // the foreground load alone; as long as the paced window
 	window     time.Duration // the paced drain under load is measured this long (or until it ends)
@@ -99,6 +100,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, steps, heavy")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "pastebin serve replicas")
 	fs.IntVar(&cfg.workers, "workers", 1, "cleanup workers per replica (docs/scaling.md: about one per PostgreSQL core in all)")
+	fs.IntVar(&cfg.batchSize, "batch-size", 1000, "PASTEBIN_CLEANUP_BATCH_SIZE of the replicas")
 	fs.IntVar(&cfg.rate, "rate", 300, "foreground requests per second, over all replicas")
 	fs.DurationVar(&cfg.window, "window", 0, "length of the paced drain's window under load (default: 10 minutes per 10 million pastes, at least 2 minutes)")
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")

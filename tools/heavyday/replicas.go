@@ -74,7 +74,8 @@ func (b *bench) startReplica(ctx context.Context, i int, s replicaSettings) (*re
 		"PASTEBIN_S3_BUCKET=" + b.bucket, "PASTEBIN_S3_ACCESS_KEY_ID=" + b.cfg.services.S3Key,
 		"PASTEBIN_S3_SECRET_ACCESS_KEY=" + b.cfg.services.S3Secret,
 		"PASTEBIN_ADMIN_TOKEN=" + adminToken, "PASTEBIN_RATE_CREATE=off", "PASTEBIN_LOG_FORMAT=json",
-		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
+		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_BATCH_SIZE=" + strconv.Itoa(b.cfg.batchSize),
+		"PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
 		"PASTEBIN_SWEEP_SCHEDULE=", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,
 	}
 	if s.budget > 0 {
