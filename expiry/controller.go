@@ -62,9 +62,8 @@ const (
 // way, and past the budget it cuts at once by aim/signal, and again every third of a signal window
 // while the signal stays past it. It remembers the rate the cut left (the knee) and climbs slowly
 // from there, so the limit settles under the rate that broke the budget instead of sawing across
-// it. It never leaves
-// [floor, ceiling], nor runs further than headroom above what the drain achieves; so it never
-// stops the drain.
+// it. It never leaves [floor, ceiling], nor runs further than headroom above what the drain
+// achieves; so it never stops the drain.
 type controller struct {
 	budget         float64 // a ratio: the users' (LatencyBudget)
 	floor, ceiling float64 // pastes/s; ceiling +Inf: none
@@ -74,7 +73,7 @@ type controller struct {
 	rate      float64
 	knee      float64 // pastes/s; +Inf before the budget was ever broken
 	holdUntil time.Time
-	calmSince time.Time // since when the signal has stayed under the aim
+	calmSince time.Time // since when the signal has stayed under the aim; zero: since before the drain, whose level the signal is measured against
 	last      time.Time
 	reason    string
 	signal    float64
