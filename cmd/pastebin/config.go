@@ -160,6 +160,26 @@ func (d *durationOrOff) Set(v string) error {
 	return err
 }
 
+// scheduleOrOff is a flag for a schedule, a cron expression or "@every 6h", that "off" turns off.
+// An empty variable in the environment is unset, as every other, so it leaves the default; only
+// "off" says never there (an empty -flag on the command line says it too).
+type scheduleOrOff string
+
+func (s *scheduleOrOff) String() string {
+	if *s == "" {
+		return "off"
+	}
+	return string(*s)
+}
+
+func (s *scheduleOrOff) Set(v string) error {
+	if v = strings.TrimSpace(v); strings.EqualFold(v, "off") {
+		v = ""
+	}
+	*s = scheduleOrOff(v)
+	return nil
+}
+
 // rate is a flag for a rate limit: 60/1m, 10/1h, or "off" (also 0).
 type rate api.Rate
 

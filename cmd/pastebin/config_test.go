@@ -58,3 +58,31 @@ func TestUploadRateFlag(t *testing.T) {
 		}
 	}
 }
+
+// An empty variable is unset, so it leaves the sweeper's default schedule; "off" turns it off, in
+// the environment or on the command line (where an empty value says it too).
+func TestSweepScheduleOff(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{env: "", want: "30 3 * * *"},
+		{env: "off", want: ""},
+		{env: " OFF ", want: ""},
+		{env: "@every 6h", want: "@every 6h"},
+		{env: "@every 6h", args: []string{"-sweep-schedule=off"}, want: ""},
+		{env: "@every 6h", args: []string{"-sweep-schedule="}, want: ""},
+	} {
+		fs := newFlagSet("test", "", io.Discard)
+		var exp expiryConfig
+		exp.register(fs)
+		env := map[string]string{"PASTEBIN_SWEEP_SCHEDULE": c.env}
+		if err := parseFlags(fs, c.args, func(k string) string { return env[k] }); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(exp.sweepSchedule); got != c.want {
+			t.Errorf("PASTEBIN_SWEEP_SCHEDULE=%q, args %q: schedule %q, want %q", c.env, c.args, got, c.want)
+		}
+	}
+}

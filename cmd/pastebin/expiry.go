@@ -25,7 +25,7 @@ type expiryConfig struct {
 	schedule           string
 	stuckAfter         duration
 	outboxEvery        duration
-	sweepSchedule      string
+	sweepSchedule      scheduleOrOff
 	orphanGrace        duration
 	tombstoneRetention duration
 	auditRetention     lifetime
@@ -46,7 +46,8 @@ func (c *expiryConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.stuckAfter, "cleanup-stuck-after", "the watchdog returns claims older than this to the queue; a batch's finish, retries included, ends within half of it")
 	fs.Var(&c.lockTTL, "cleanup-lock-ttl", "time to live of the Redis lock taken around each claim")
 	fs.Var(&c.outboxEvery, "outbox-interval", "how often the blob deleter drains the outbox when nothing wakes it")
-	fs.StringVar(&c.sweepSchedule, "sweep-schedule", d.SweepSchedule, `when the orphan sweeper runs, UTC (cron or "@every 6h"); empty: never`)
+	c.sweepSchedule = scheduleOrOff(d.SweepSchedule)
+	fs.Var(&c.sweepSchedule, "sweep-schedule", `when the orphan sweeper runs, UTC (cron or "@every 6h"); "off": never`)
 	c.registerOrphanGrace(fs)
 	fs.Var(&c.tombstoneRetention, "tombstone-retention", "deleted pastes are remembered (410, idempotent deletes) this long")
 	fs.Var(&c.auditRetention, "audit-retention", `admin audit entries are kept this long, then purged by the cleanup run; "never" keeps them`)
@@ -134,7 +135,7 @@ func (c *expiryConfig) newExpirer(svc *services, users *cache.LatencyWindows, lo
 	cfg := expiry.Config{
 		Workers: c.workers, BatchSize: c.batchSize, Schedule: c.schedule, StuckAfter: time.Duration(c.stuckAfter),
 		WatchdogEvery: min(time.Minute, time.Duration(c.stuckAfter)/2), OutboxEvery: time.Duration(c.outboxEvery),
-		SweepSchedule: c.sweepSchedule, OrphanGrace: time.Duration(c.orphanGrace),
+		SweepSchedule: string(c.sweepSchedule), OrphanGrace: time.Duration(c.orphanGrace),
 		TombstoneRetention: time.Duration(c.tombstoneRetention), AuditRetention: time.Duration(c.auditRetention),
 		ReportRetention: time.Duration(c.reportRetention),
 		Host:            host, Pacing: c.pacing,

@@ -76,7 +76,7 @@ func (b *bench) startReplica(ctx context.Context, i int, s replicaSettings) (*re
 		"PASTEBIN_ADMIN_TOKEN=" + adminToken, "PASTEBIN_RATE_CREATE=off", "PASTEBIN_LOG_FORMAT=json",
 		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_BATCH_SIZE=" + strconv.Itoa(b.cfg.batchSize),
 		"PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
-		"PASTEBIN_SWEEP_SCHEDULE=", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,
+		"PASTEBIN_SWEEP_SCHEDULE=off", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,
 	}
 	if s.budget > 0 {
 		r.cmd.Env = append(r.cmd.Env, "PASTEBIN_CLEANUP_LATENCY_BUDGET="+strconv.FormatFloat(s.budget, 'f', -1, 64))
