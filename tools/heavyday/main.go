@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -46,7 +45,7 @@ type config struct {
 	rate       int           // foreground requests per second, over all replicas
 	baseline   time.Duration // the foreground load alone; as long as the paced window
 	window     time.Duration // the paced drain under load is measured this long (or until it ends)
-	steps      []int         // the budgets of the steps, pastes/s for the deployment; 0: none
+	steps      []stepSpec    // the steps' budgets, and any batch size of their own
 	stepLength time.Duration
 	stepWarmup time.Duration // the load alone, unmeasured, before each step: the replicas just started
 	budget     float64       // PASTEBIN_CLEANUP_LATENCY_BUDGET, and what the report holds the users to
@@ -104,7 +103,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.IntVar(&cfg.rate, "rate", 300, "foreground requests per second, over all replicas")
 	fs.DurationVar(&cfg.window, "window", 0, "length of the paced drain's window under load (default: 10 minutes per 10 million pastes, at least 2 minutes)")
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")
-	steps := fs.String("steps", "250,500,1000,2000,4000,8000,0", "budgets of the steps, pastes/s for the deployment (0: none)")
+	steps := fs.String("steps", "250,500,1000,2000,4000,8000,0", "budgets of the steps, pastes/s for the deployment (0: none); 250@100: that budget in batches of 100, beside the front (the front is the steps at -batch-size)")
 	fs.DurationVar(&cfg.stepLength, "step-length", time.Minute, "how long each step is measured")
 	fs.DurationVar(&cfg.stepWarmup, "step-warmup", 20*time.Second, "how long each step runs the foreground load before the drain starts and the measurement with it")
 	fs.Float64Var(&cfg.budget, "latency-budget", 1.5, "PASTEBIN_CLEANUP_LATENCY_BUDGET of the drain under load, and the users' p99 the report holds the steps and the window to")
@@ -126,11 +125,11 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		cfg.baseline = cfg.window
 	}
 	for _, s := range strings.Split(*steps, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 0 {
-			return cfg, fmt.Errorf("-steps %q: want budgets such as 250,500,0", *steps)
+		spec, err := parseStep(s, cfg.batchSize)
+		if err != nil {
+			return cfg, fmt.Errorf("-steps %q: %w", *steps, err)
 		}
-		cfg.steps = append(cfg.steps, n)
+		cfg.steps = append(cfg.steps, spec)
 	}
 	cfg.phases = strings.Split(*phases, ",")
 	for _, p := range cfg.phases {

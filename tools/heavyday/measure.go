@@ -196,7 +196,7 @@ func (b *bench) drainUnderLoad(ctx context.Context, st *store.Store, rs []*repli
 	fg.setRecording(true)
 	parts := b.cpuParts(ctx, rs)
 	start := benchdata.TakeCPU(parts)
-	if err := sleep(ctx, b.cfg.baseline); err != nil {
+	if err := watch(ctx, rs, b.cfg.baseline); err != nil {
 		return err
 	}
 	d.baseline, d.baseCPU = fg.take(), benchdata.TakeCPU(parts).Since(start)
@@ -285,6 +285,21 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 	}
 	d.statements, err = benchdata.TopStatements(ctx, st.Pool(), 10)
 	return err
+}
+
+// watch scrapes the replicas' metrics every second for d, as follow does during a drain: a scrape
+// costs the users too (each replica encodes its metrics and reads the spam signal from Redis and
+// PostgreSQL), so the load alone is measured with it, or a drain's ratio would count the scrapes.
+func watch(ctx context.Context, rs []*replica, d time.Duration) error {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		if err := sleep(ctx, min(time.Second, time.Until(end))); err != nil {
+			return err
+		}
+		if _, err := scrape(ctx, rs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runsEnded reads every run's report; once none is running it records them and reports true.

@@ -106,7 +106,7 @@ func addLine(p *plot.Plot, name string, xs, ys []float64, c color.Color, dashed 
 // the budget, and the paced window's point.
 func writeFrontPlot(path string, rep *report) error {
 	baseline := windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
-	points := front(rep.steps, baseline, rep.cfg.budget)
+	points := front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget)
 	slices.SortFunc(points, func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
 	p := panel("users' p99 against the drain's rate (the front)", "p99 / its level with no drain")
 	p.X.Label.Text = "drain, pastes/s (both replicas)"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,7 @@ type replicaSettings struct {
 	pacing  string  // PASTEBIN_CLEANUP_PACING
 	maxRate string  // PASTEBIN_CLEANUP_MAX_RATE, the deployment's
 	budget  float64 // PASTEBIN_CLEANUP_LATENCY_BUDGET; 0: the default
+	batch   int     // PASTEBIN_CLEANUP_BATCH_SIZE; 0: -batch-size
 	logTo   string  // folder of the replicas' logs
 }
 
@@ -74,7 +76,7 @@ func (b *bench) startReplica(ctx context.Context, i int, s replicaSettings) (*re
 		"PASTEBIN_S3_BUCKET=" + b.bucket, "PASTEBIN_S3_ACCESS_KEY_ID=" + b.cfg.services.S3Key,
 		"PASTEBIN_S3_SECRET_ACCESS_KEY=" + b.cfg.services.S3Secret,
 		"PASTEBIN_ADMIN_TOKEN=" + adminToken, "PASTEBIN_RATE_CREATE=off", "PASTEBIN_LOG_FORMAT=json",
-		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_BATCH_SIZE=" + strconv.Itoa(b.cfg.batchSize),
+		"PASTEBIN_CLEANUP_WORKERS=" + strconv.Itoa(b.cfg.workers), "PASTEBIN_CLEANUP_BATCH_SIZE=" + strconv.Itoa(cmp.Or(s.batch, b.cfg.batchSize)),
 		"PASTEBIN_CLEANUP_SCHEDULE=@every 1000h",
 		"PASTEBIN_SWEEP_SCHEDULE=off", "PASTEBIN_CLEANUP_PACING=" + s.pacing, "PASTEBIN_CLEANUP_MAX_RATE=" + s.maxRate,
 	}

@@ -163,7 +163,7 @@ func writePacedTargets(rep *report, row func(string, string, bool)) {
 	if len(rep.steps) == 0 {
 		return
 	}
-	_, best := bestOnFront(front(rep.steps, windowedP99(d.baseline, rep.cfg.stepLength), budget), budget)
+	_, best := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), windowedP99(d.baseline, rep.cfg.stepLength), budget), budget)
 	settled := settledRate(d)
 	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f×", budget),
 		fmt.Sprintf("%.0f against %.0f pastes/s: %+.0f%% (the whole window, its climb from the floor included: %.0f)",
@@ -190,12 +190,11 @@ func writeFront(w io.Writer, rep *report) {
 		"is against the baseline's over windows as long (the median of its windows' p99s: %s).\n\n",
 		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | p99 / baseline | within %.1f× | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|\n", budget)
-	points := front(rep.steps, baseline, budget)
-	for i, p := range points {
-		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.2f× | %s | %s | %d |\n", budgetName(p.budget), p.rate, p.p50, p.p99,
+	for i, p := range front(rep.steps, baseline, budget) {
+		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.2f× | %s | %s | %d |\n", p.name(rep.cfg.batchSize), p.rate, p.p50, p.p99,
 			p.ratio, map[bool]string{true: "yes", false: "no"}[p.meetsBound], msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
 	}
-	step, crossing := bestOnFront(points, budget)
+	step, crossing := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), baseline, budget), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
 	if d := rep.heavy; d != nil {
@@ -327,7 +326,8 @@ func writeForeground(w io.Writer, d *drainResult) {
 		row(k, base[k], during[k])
 	}
 	sb, sd := statsOf(d.baseline), statsOf(d.during)
-	fmt.Fprintf(w, "\nThe baseline ran %s, the drain %s; open loop (vegeta), every request counted from when it was due.\n\n", secs(sb.seconds), secs(sd.seconds))
+	fmt.Fprintf(w, "\nThe baseline ran %s, the drain %s; open loop (vegeta), every request counted from when it was due. "+
+		"Both with the replicas' metrics scraped every second, as every step is.\n\n", secs(sb.seconds), secs(sd.seconds))
 }
 
 func count(n int) string {

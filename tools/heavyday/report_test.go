@@ -100,8 +100,8 @@ func TestWindowedP99(t *testing.T) {
 // only up to it.
 func TestFrontPlacesSteps(t *testing.T) {
 	steps := []stepResult{
-		{budget: 1000, d: drainAt(steady(1000, 60), load(60, 20, constant(5*time.Millisecond)))},
-		{budget: 0, d: drainAt(steady(9000, 60), load(60, 20, constant(12*time.Millisecond)))},
+		{stepSpec: stepSpec{budget: 1000}, d: drainAt(steady(1000, 60), load(60, 20, constant(5*time.Millisecond)))},
+		{stepSpec: stepSpec{budget: 0}, d: drainAt(steady(9000, 60), load(60, 20, constant(12*time.Millisecond)))},
 	}
 	points := front(steps, 4, 1.5)
 	if len(points) != 2 {
@@ -146,11 +146,13 @@ func TestTenths(t *testing.T) {
 // TestPacedTargets: the report's lines for the paced window say what was measured against what the
 // issue asks, and whether it was met.
 func TestPacedTargets(t *testing.T) {
-	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second}}
+	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second, batchSize: 1000}}
 	rep.steps = []stepResult{
-		{budget: 1000, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
-		{budget: 4000, d: drainAt(steady(4000, 10), load(10, 20, constant(5*time.Millisecond)))},
-		{budget: 0, d: drainAt(steady(16000, 10), load(10, 20, constant(20*time.Millisecond)))},
+		{stepSpec: stepSpec{1000, 1000}, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
+		{stepSpec: stepSpec{4000, 1000}, d: drainAt(steady(4000, 10), load(10, 20, constant(5*time.Millisecond)))},
+		// In batches of its own: measured beside the front, not on it, or the crossing would be past 8000/s.
+		{stepSpec: stepSpec{8000, 100}, d: drainAt(steady(8000, 10), load(10, 20, constant(4*time.Millisecond)))},
+		{stepSpec: stepSpec{0, 1000}, d: drainAt(steady(16000, 10), load(10, 20, constant(20*time.Millisecond)))},
 	}
 	heavy := drainAt(append(steady(200, 30), steady(3800, 90)...), load(120, 20, constant(5*time.Millisecond)))
 	heavy.baseline = load(120, 20, constant(4*time.Millisecond))
@@ -172,7 +174,22 @@ func TestPacedTargets(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
-	if !strings.Contains(buf.String(), "The controller's point: 3800 pastes/s") {
-		t.Errorf("the front's section does not place the controller:\n%s", buf.String())
+	for _, want := range []string{"The controller's point: 3800 pastes/s", "| 8000/s, batches of 100 | 8000 |", "| 4000/s | 4000 |"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the front's section lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+func TestParseStep(t *testing.T) {
+	for in, want := range map[string]stepSpec{"250": {250, 1000}, " 0 ": {0, 1000}, "250@100": {250, 100}} {
+		if got, err := parseStep(in, 1000); err != nil || got != want {
+			t.Errorf("parseStep(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "x", "250@", "250@0", "250@x", "@100"} {
+		if got, err := parseStep(in, 1000); err == nil {
+			t.Errorf("parseStep(%q) = %+v, want an error", in, got)
+		}
 	}
 }

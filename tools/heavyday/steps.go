@@ -8,16 +8,40 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"pastebin/store"
 )
 
+// stepSpec is a step of -steps: a budget for the whole deployment, in batches of a size.
+type stepSpec struct {
+	budget int // pastes/s; 0: none
+	batch  int // PASTEBIN_CLEANUP_BATCH_SIZE
+}
+
+// parseStep reads a step of -steps: a budget ("250", "0" for none), and a batch size of its own
+// after an @ ("250@100"), else runBatch.
+func parseStep(s string, runBatch int) (stepSpec, error) {
+	budget, batch, own := strings.Cut(strings.TrimSpace(s), "@")
+	spec := stepSpec{batch: runBatch}
+	var err error
+	if spec.budget, err = strconv.Atoi(budget); err != nil || spec.budget < 0 {
+		return spec, fmt.Errorf("%q: want a budget such as 250, 0 (none) or 250@100 (in batches of 100)", s)
+	}
+	if own {
+		if spec.batch, err = strconv.Atoi(batch); err != nil || spec.batch <= 0 {
+			return spec, fmt.Errorf("%q: want a batch size after the @, such as 250@100", s)
+		}
+	}
+	return spec, nil
+}
+
 // stepResult is one point of the plant the pacing steers: the drain held at a fixed budget for the
 // whole deployment, from the same backlog, under the foreground load.
 type stepResult struct {
-	budget int // pastes/s; 0: none
-	d      *drainResult
+	stepSpec
+	d *drainResult
 }
 
 func budgetName(budget int) string {
@@ -27,18 +51,38 @@ func budgetName(budget int) string {
 	return strconv.Itoa(budget) + "/s"
 }
 
+// name is how the log and the report call the step; a batch size other than the run's is said.
+func (s stepSpec) name(runBatch int) string {
+	if s.batch != runBatch {
+		return fmt.Sprintf("%s, batches of %d", budgetName(s.budget), s.batch)
+	}
+	return budgetName(s.budget)
+}
+
+// onFront returns the steps of the front: those in the run's batch size. Steps in batches of
+// their own are measured beside it, not on it.
+func onFront(steps []stepResult, runBatch int) []stepResult {
+	var out []stepResult
+	for _, s := range steps {
+		if s.batch == runBatch {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // measureSteps measures every step of -steps, each on a fresh copy of the data.
 func (b *bench) measureSteps(ctx context.Context, rep *report) error {
-	for _, budget := range b.cfg.steps {
+	for _, spec := range b.cfg.steps {
 		err := b.inPhase(ctx, func() error {
-			s, err := b.step(ctx, budget)
+			s, err := b.step(ctx, spec)
 			if err == nil {
 				rep.steps = append(rep.steps, s)
 			}
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("step at %s: %w", budgetName(budget), err)
+			return fmt.Errorf("step at %s: %w", spec.name(b.cfg.batchSize), err)
 		}
 		if err := b.write(rep); err != nil {
 			return err
@@ -51,9 +95,9 @@ func (b *bench) measureSteps(ctx context.Context, rep *report) error {
 // -step-warmup has passed, starts the drain and measures both for -step-length (or until the
 // backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
 // out of the step's p99, which the baseline's, taken on replicas long started, does not have.
-func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
-	d := &drainResult{name: "step at " + budgetName(budget), pacing: "off"}
-	logs := filepath.Join(b.cfg.out, "logs", "step-"+strconv.Itoa(budget))
+func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
+	d := &drainResult{name: "step at " + spec.name(b.cfg.batchSize), pacing: "off"}
+	logs := filepath.Join(b.cfg.out, "logs", fmt.Sprintf("step-%d-batch-%d", spec.budget, spec.batch))
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return stepResult{}, err
 	}
@@ -62,9 +106,9 @@ func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
 		return stepResult{}, err
 	}
 	defer st.Close()
-	s := replicaSettings{db: phaseDB, pacing: "off", logTo: logs}
-	if budget > 0 {
-		s.maxRate = strconv.Itoa(budget)
+	s := replicaSettings{db: phaseDB, pacing: "off", logTo: logs, batch: spec.batch}
+	if spec.budget > 0 {
+		s.maxRate = strconv.Itoa(spec.budget)
 	}
 	rs, err := b.startReplicas(ctx, s)
 	if err != nil {
@@ -73,7 +117,7 @@ func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	fg, err := b.startLoad(ctx, rs, stop, done)
 	if err == nil {
-		err = sleep(ctx, b.cfg.stepWarmup)
+		err = watch(ctx, rs, b.cfg.stepWarmup)
 	}
 	if err == nil {
 		fg.setRecording(true)
@@ -84,7 +128,7 @@ func (b *bench) step(ctx context.Context, budget int) (stepResult, error) {
 	<-done
 	d.peakRSS = stopReplicas(rs)
 	b.logf("%s: %.0f pastes/s, users' p99 %s", d.name, d.rate(), ms(statsOf(d.during).p99))
-	return stepResult{budget: budget, d: d}, err
+	return stepResult{stepSpec: spec, d: d}, err
 }
 
 // windowedP99 is the p99 of outs as the steps measure theirs: over windows of length, the median
@@ -107,7 +151,7 @@ func windowedP99(outs []outcome, length time.Duration) float64 {
 // frontPoint is a step as the report places it: its drain rate and the users' p99 over their
 // level with no drain.
 type frontPoint struct {
-	budget     int
+	stepSpec
 	rate       float64
 	p50, p99   float64 // ms
 	ratio      float64 // p99 over the baseline's, measured alike
@@ -122,7 +166,7 @@ func front(steps []stepResult, baseline, budget float64) []frontPoint {
 	for _, s := range steps {
 		st := statsOf(s.d.during)
 		last := s.d.samples[len(s.d.samples)-1]
-		p := frontPoint{budget: s.budget, rate: s.d.rate(), p50: float64(st.p50) / 1e6, p99: float64(st.p99) / 1e6,
+		p := frontPoint{stepSpec: s.stepSpec, rate: s.d.rate(), p50: float64(st.p50) / 1e6, p99: float64(st.p99) / 1e6,
 			finishP50: last.finish.minus(s.d.samples[0].finish).quantile(0.5)}
 		p.ratio = p.p99 / baseline
 		p.meetsBound = p.ratio <= budget
