@@ -53,7 +53,8 @@ type config struct {
 	maxRate    string        // PASTEBIN_CLEANUP_MAX_RATE of the drain under load, the deployment's
 	walBudget  string        // max_wal_size during the run: the disk WAL may take
 	out        string
-	pastebin   string // the serve binary
+	args       []string // as given, for the report to say how it was run
+	pastebin   string   // the serve binary
 
 	services benchdata.Services
 }
@@ -105,7 +106,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")
 	steps := fs.String("steps", "250,500,1000,2000,4000,8000,0", "budgets of the steps, pastes/s for the deployment (0: none); 250@100: that budget in batches of 100, beside the front (the front is the steps at -batch-size)")
 	fs.DurationVar(&cfg.stepLength, "step-length", time.Minute, "how long each step is measured")
-	fs.DurationVar(&cfg.stepWarmup, "step-warmup", 20*time.Second, "how long each step runs the foreground load before the drain starts and the measurement with it")
+	fs.DurationVar(&cfg.stepWarmup, "step-warmup", 0, "how long each step runs the foreground load before the drain starts and the measurement with it (default: 3 minutes per 10 million pastes, at least 20s)")
 	fs.Float64Var(&cfg.budget, "latency-budget", 1.5, "PASTEBIN_CLEANUP_LATENCY_BUDGET of the drain under load, and the users' p99 the report holds the steps and the window to")
 	fs.StringVar(&cfg.pacing, "pacing", "auto", "PASTEBIN_CLEANUP_PACING of the drain under load: auto or off")
 	fs.StringVar(&cfg.maxRate, "max-rate", "", "PASTEBIN_CLEANUP_MAX_RATE of the drain under load (pastes/s, the deployment's); empty: none")
@@ -115,6 +116,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	if err := fs.Parse(args[1:]); err != nil {
 		return cfg, err
 	}
+	cfg.args = args[1:]
 	if cfg.live == 0 {
 		cfg.live = cfg.expired
 	}
@@ -123,6 +125,9 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	}
 	if cfg.baseline == 0 {
 		cfg.baseline = cfg.window
+	}
+	if cfg.stepWarmup == 0 {
+		cfg.stepWarmup = defaultStepWarmup(cfg.expired)
 	}
 	for _, s := range strings.Split(*steps, ",") {
 		spec, err := parseStep(s, cfg.batchSize)

@@ -57,9 +57,9 @@ func writeTimeline(path string, d *drainResult) error {
 func (b *bench) writeReport(w io.Writer, rep *report) {
 	cfg, m := rep.cfg, rep.meta
 	fmt.Fprintf(w, "# Heavy day: %s expired pastes among %s\n\n", count(cfg.expired), count(cfg.expired+cfg.live))
-	fmt.Fprintf(w, "Measured %s on %d cores (load average at the end: %s) with `make bench-heavyday PASTES=%d`: "+
+	fmt.Fprintf(w, "Measured %s on %d cores (load average at the end: %s) with `%s` (as `make bench-heavyday` runs it): "+
 		"%d replicas × %d cleanup workers, batch %d; foreground load %d requests/s; max_wal_size %s.\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadAverage(), cfg.expired,
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), loadAverage(), strings.Join(append([]string{"bin/heavyday"}, cfg.args...), " "),
 		cfg.replicas, cfg.workers, cfg.batchSize, cfg.rate, cfg.walBudget)
 	fmt.Fprintf(w, "Data: %.0f%% of pastes share content; the drain frees %s content rows, the first %s of which "+
 		"have real blobs in S3 (versitygw), the rest keys S3 no longer has. Loaded in %s (database) and %s (blobs).\n\n",

@@ -193,3 +193,12 @@ func TestParseStep(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultStepWarmup(t *testing.T) {
+	for pastes, want := range map[int]time.Duration{200_000: 20 * time.Second, 1_000_000: 20 * time.Second,
+		5_000_000: 90 * time.Second, 10_000_000: 3 * time.Minute} {
+		if got := defaultStepWarmup(pastes); got != want {
+			t.Errorf("defaultStepWarmup(%d) = %s, want %s", pastes, got, want)
+		}
+	}
+}

@@ -37,6 +37,15 @@ func parseStep(s string, runBatch int) (stepSpec, error) {
 	return spec, nil
 }
 
+// defaultStepWarmup is how long a step runs the load alone before its drain: 3 minutes at ten
+// million, in proportion below that, and at least 20 s. At ten million, steps measured 20 s after
+// their restore read the users' p99 at 7.6 and 9.1 ms at 1,000 and 2,000 pastes/s, where the paced
+// window, ten minutes into the load, read 6.7 at 1,816; after 3 minutes both steps read 6.6
+// (docs/performance.md, "The heavy day").
+func defaultStepWarmup(pastes int) time.Duration {
+	return max(20*time.Second, time.Duration(float64(3*time.Minute)*float64(pastes)/10e6).Round(time.Second))
+}
+
 // stepResult is one point of the plant the pacing steers: the drain held at a fixed budget for the
 // whole deployment, from the same backlog, under the foreground load.
 type stepResult struct {
