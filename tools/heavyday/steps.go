@@ -71,13 +71,7 @@ func (s stepSpec) name(runBatch int) string {
 // onFront returns the steps of the front: those in the run's batch size. Steps in batches of
 // their own are measured beside it, not on it.
 func onFront(steps []stepResult, runBatch int) []stepResult {
-	var out []stepResult
-	for _, s := range steps {
-		if s.batch == runBatch {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(steps), func(s stepResult) bool { return s.batch != runBatch })
 }
 
 // measureSteps measures every step of -steps, each on a fresh copy of the data.
