@@ -121,7 +121,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 		cfg.live = cfg.expired
 	}
 	if cfg.window == 0 {
-		cfg.window = max(2*time.Minute, time.Duration(float64(10*time.Minute)*float64(cfg.expired)/10e6).Round(time.Second))
+		cfg.window = perTenMillion(10*time.Minute, 2*time.Minute, cfg.expired)
 	}
 	if cfg.baseline == 0 {
 		cfg.baseline = cfg.window
@@ -154,4 +154,10 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	}
 	cfg.liveSample = min(cfg.liveSample, cfg.live/2)
 	return cfg, nil
+}
+
+// perTenMillion is d at ten million pastes, in proportion to pastes, and at least least: the
+// defaults of what a run's size stretches.
+func perTenMillion(d, least time.Duration, pastes int) time.Duration {
+	return max(least, time.Duration(float64(d)*float64(pastes)/10e6).Round(time.Second))
 }

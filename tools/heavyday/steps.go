@@ -43,7 +43,7 @@ func parseStep(s string, runBatch int) (stepSpec, error) {
 // window, ten minutes into the load, read 6.7 at 1,816; after 3 minutes both steps read 6.6
 // (docs/performance.md, "The heavy day").
 func defaultStepWarmup(pastes int) time.Duration {
-	return max(20*time.Second, time.Duration(float64(3*time.Minute)*float64(pastes)/10e6).Round(time.Second))
+	return perTenMillion(3*time.Minute, 20*time.Second, pastes)
 }
 
 // stepResult is one point of the plant the pacing steers: the drain held at a fixed budget for the
