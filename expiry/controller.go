@@ -31,8 +31,10 @@ const (
 	// 1.38 with a cut every 30 s took the heavy day's users over the budget (1.58).
 	aimShare = 0.7
 	// riseDoubling: at the signal's level before the drain, the rate doubles in this time while it
-	// is below the rate the last cut left (the knee), and in probeDoubling near or past it.
-	riseDoubling  = 10 * time.Second
+	// is below the rate the last cut left (the knee), and in probeDoubling near or past it. One
+	// signal window: the users' p99 answered the heavy day's first climb about 20 s late, and a
+	// rate doubling every 10 s ran to 3.4 times the front's crossing before the signal showed it.
+	riseDoubling  = 30 * time.Second
 	probeDoubling = 2 * time.Minute
 	kneeShare     = 0.8 // below kneeShare of the knee, the rate rises at riseDoubling
 	// kneeForget: the knee doubles in this time, so a drain whose database recovered probes again,
@@ -43,8 +45,9 @@ const (
 	deepestCut = 0.25
 	// holdShare: after a cut, the next waits a signal window over holdShare. The signal, a p99 over
 	// the whole window, shows a cut only once most of the window is past it; waiting for all of it
-	// left the heavy day's users over budget for 100 s while cuts of a tenth came every 30 s.
-	holdShare = 3
+	// left the heavy day's users over budget for 100 s while cuts of a tenth came every 30 s. A
+	// third of it (10 s) cut again before the users' latency, some 20 s late, could show the last.
+	holdShare = 2
 	// headroom: the rate stays within this multiple of the drain's throughput (anti-windup: a
 	// limit the drain cannot reach binds nothing, and would take long to come down when it must).
 	headroom = 2

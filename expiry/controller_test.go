@@ -136,14 +136,14 @@ func TestPacingFloorAndCeiling(t *testing.T) {
 	slow := heavyDayPlant(1)
 	slow.knee = 10 // over budget from the first batch
 	s := newSimulation(t, slow, 1, p)
-	s.run(3 * time.Minute)
+	s.run(4 * time.Minute)
 	if r, st := s.rate(), s.replicas[0].p.state(); r != p.MinRate || st.Reason != reasonMinRate {
 		t.Errorf("on a plant over budget everywhere: %.0f pastes/s (%s), want the floor %.0f", r, st.Reason, p.MinRate)
 	}
 	fast := heavyDayPlant(2)
 	fast.knee = 1e9
 	s = newSimulation(t, fast, 1, p)
-	s.run(3 * time.Minute)
+	s.run(4 * time.Minute)
 	if r, st := s.rate(), s.replicas[0].p.state(); r != p.MaxRate || st.Reason != reasonMaxRate {
 		t.Errorf("on a plant under budget everywhere: %.0f pastes/s (%s), want the ceiling %.0f", r, st.Reason, p.MaxRate)
 	}
@@ -178,7 +178,8 @@ func (r fixedRoster) Join(context.Context, string) (int, error) { return int(r),
 func (fixedRoster) Leave(context.Context, string) error         { return nil }
 
 // TestPacingLandsOnTheMeasuredFront: on the front measured on the heavy day at a million, with its
-// windows' noise and stalls, the controller settles under the rate where the front crosses the
+// windows' noise and stalls and the users' latency answering the rate late, the controller climbs
+// from its floor for three minutes and then settles under the rate where the front crosses the
 // budget, with the users' p99 over the settled drain within budget of the baseline's: at 0.6 of
 // the crossing or more in the median of five runs, and at half or more in each (a run whose
 // baseline read low by chance steers by a signal that reads high throughout). The front is
@@ -189,7 +190,7 @@ func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 	var shares []float64
 	for seed := range uint64(5) {
 		pl := measuredPlant(seed)
-		mean, r := newSimulation(t, pl, 2, autoPacing()).settle(2*time.Minute, 8*time.Minute)
+		mean, r := newSimulation(t, pl, 2, autoPacing()).settle(3*time.Minute, 8*time.Minute)
 		best := pl.best(1.5)
 		if mean < 0.5*best || mean > best {
 			t.Errorf("seed %d: settled at %.0f pastes/s on average, want within half under %.0f", seed, mean, best)
@@ -203,5 +204,25 @@ func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 	slices.Sort(shares)
 	if m := shares[len(shares)/2]; m < 0.6 {
 		t.Errorf("the median run settled at %.2f of the front's crossing, want at least 0.6", m)
+	}
+}
+
+// TestPacingFirstClimbStaysNearTheFront: on the measured front, whose users' latency answers the
+// rate some 20 s late, the climb from the floor to the first cut peaks at most 1.3 times the
+// rate where the front crosses the budget. The heavy day's run G, climbing twice as fast per
+// signal window, peaked at 3.4 times it, and its users' p99 sat over the budget for 100 s.
+func TestPacingFirstClimbStaysNearTheFront(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(5) {
+		pl := measuredPlant(seed)
+		s := newSimulation(t, pl, 2, autoPacing())
+		peak := 0.0
+		for end := s.now.Add(6 * time.Minute); s.now.Before(end); {
+			s.run(time.Second)
+			peak = max(peak, s.rate())
+		}
+		if best := pl.best(1.5); peak > 1.3*best {
+			t.Errorf("seed %d: the first climb peaked at %.0f pastes/s, %.2f times the crossing %.0f; want at most 1.3", seed, peak, peak/best, best)
+		}
 	}
 }

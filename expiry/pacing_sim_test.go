@@ -28,6 +28,9 @@ type plant struct {
 	slope    float64 // the p99's ratio grows by this per knee's worth of rate past the knee
 	capacity float64 // pastes/s the drain reaches at most
 	noise    float64 // sigma of the log-normal noise of one window's p99
+	// lag is how long the users' latency takes to answer the drain's rate: a p99 at t is set by
+	// the rates before t-lag.
+	lag time.Duration
 	// front, when set, is the p99's ratio measured at drain rates (ascending, from 0), in place of
 	// knee and slope: ratio interpolates it on the logarithm of the rate.
 	front []frontPoint
@@ -83,6 +86,7 @@ func (pl *plant) best(budget float64) float64 {
 // window's requests is set by its slower stretches (with a third of them twice as slow, it reads
 // about four fifths of that), modelled as the rate its seconds stay under two thirds of the time.
 func (pl *plant) tailRate(from, to time.Time) float64 {
+	from, to = from.Add(-pl.lag), to.Add(-pl.lag)
 	var rates []float64
 	for _, p := range pl.history {
 		if p.at.After(from) && !p.at.After(to) {
@@ -313,7 +317,7 @@ func heavyDayPlant(seed uint64) *plant {
 // 1.07 to 1.16 there, smoothed to 1.1) and crossing 1.5 at about 2,360. Its 10-second pieces are
 // as noisy as that run's: single windows read 1.1 to 1.3 at rates whose minute read 1.07 to 1.16.
 func measuredPlant(seed uint64) *plant {
-	return &plant{baseline: 0.0035, capacity: 31738, noise: 0.05, stalls: 0.1, stallRatio: 1.25,
+	return &plant{baseline: 0.0035, capacity: 31738, noise: 0.05, stalls: 0.1, stallRatio: 1.25, lag: measuredLag,
 		front: []frontPoint{{0, 1}, {250, 1.1}, {1000, 1.1}, {2000, 1.33}, {4000, 2.03}, {8000, 3.38}, {31738, 26.6}},
 		rng:   rand.New(rand.NewPCG(seed, 1))}
 }
@@ -323,3 +327,8 @@ func autoPacing() Pacing {
 	p.MinRate = 100
 	return p
 }
+
+// measuredLag: how long the users' p99 took to answer the drain's rate in the heavy day's first
+// climb (docs/heavyday-10m-g.md, its plot): the rate passed the front's crossing about 20 s
+// before the users' p99 rose.
+const measuredLag = 20 * time.Second
