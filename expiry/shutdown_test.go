@@ -22,7 +22,7 @@ func TestShutdownDuringClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold.Rollback(context.Background())
-	if _, err := hold.Exec(context.Background(), `SELECT pg_advisory_xact_lock(x'636c6d'::int, 0)`); err != nil { // store's claimLock
+	if _, err := hold.Exec(context.Background(), `SELECT pg_advisory_xact_lock($1, $2)`, store.ClaimLockClass, store.ClaimLockKey); err != nil {
 		t.Fatal(err)
 	}
 	x := e.expirer(1, func(c *Config) { c.BatchSize = 200 })
@@ -37,7 +37,8 @@ func TestShutdownDuringClaim(t *testing.T) {
 	}()
 	storetest.WaitFor(t, "a claim waits for the claims' lock", func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND classid = x'636c6d'::int::oid AND objid = 0 AND objsubid = 2 AND NOT granted`) > 0
+			AND classid = $1::int::oid AND objid = $2::int::oid AND objsubid = 2 AND NOT granted`,
+			store.ClaimLockClass, store.ClaimLockKey) > 0
 	})
 	stop()
 	if err := hold.Rollback(context.Background()); err != nil {

@@ -35,14 +35,16 @@ type HeapPosition struct {
 	Line uint16
 }
 
-// claimLock is the advisory lock that claims take in turn until they commit (two-key form, apart
-// from every other advisory lock). It is what keeps two claims off the same pastes: a claim writes
-// nothing to the pastes it takes, so nothing on the rows themselves would stop a second claim that
-// ran beside it; in turn, each claim's statement starts after the last claim committed and sees its
-// row in cleanup_claims. A claim holds it for its one statement and its commit, milliseconds.
+// ClaimLockClass and ClaimLockKey name the advisory lock that claims take in turn until they
+// commit (two-key form, apart from every other advisory lock; pg_locks shows it with classid
+// ClaimLockClass, objid ClaimLockKey and objsubid 2). It is what keeps two claims off the same
+// pastes: a claim writes nothing to the pastes it takes, so nothing on the rows themselves would
+// stop a second claim that ran beside it; in turn, each claim's statement starts after the last
+// claim committed and sees its row in cleanup_claims. A claim holds it for its one statement and
+// its commit, milliseconds.
 const (
-	claimLockClass int32 = 0x636c6d // "clm"
-	claimLockKey   int32 = 0
+	ClaimLockClass int32 = 0x636c6d // "clm"
+	ClaimLockKey   int32 = 0
 )
 
 // claimSQL records a claim of the pastes chosen by the query in %s and returns them, with the
@@ -136,7 +138,7 @@ func (s *Store) claim(ctx context.Context, pickSQL string, args ...any) (Claim, 
 		third := max(1, time.Until(deadline).Milliseconds()/3)
 		b.Queue(`SELECT set_config('statement_timeout', $1, true)`, strconv.FormatInt(third, 10))
 	}
-	b.Queue(claimBeginSQL, claimLockClass, claimLockKey)
+	b.Queue(claimBeginSQL, ClaimLockClass, ClaimLockKey)
 	b.Queue(fmt.Sprintf(claimSQL, pickSQL), args...)
 	b.Queue(`COMMIT`)
 	br := s.pool.SendBatch(ctx, &b)
