@@ -142,7 +142,8 @@ func writeUnpacedTargets(rep *report, row func(string, string, bool)) {
 		return
 	}
 	share := floorShare(rep.cfg.expired)
-	row(fmt.Sprintf("unpaced, no users: ≥ %.1f of the floor", share), fmt.Sprintf("%.2f", d.rate()/f.rate()), d.rate()/f.rate() >= share)
+	// Three places: two would print 0.795 as 0.80 beside a "no".
+	row(fmt.Sprintf("unpaced, no users: ≥ %.1f of the floor", share), fmt.Sprintf("%.3f", d.rate()/f.rate()), d.rate()/f.rate() >= share)
 	walDrain, walFloor, cpuDrain, cpuFloor := perPaste(rep)
 	row("unpaced: WAL ≤ 1,500 bytes per cleaned paste", fmt.Sprintf("%.0f bytes (the floor: %.0f, %.2f×)", walDrain, walFloor, walDrain/walFloor), walDrain <= 1500)
 	row("unpaced: PostgreSQL's CPU ≤ 1.6× the floor's per cleaned paste",
