@@ -180,7 +180,7 @@ func (fixedRoster) Leave(context.Context, string) error         { return nil }
 // TestPacingLandsOnTheMeasuredFront: on the front measured on the heavy day at a million, with its
 // windows' noise and stalls and the users' latency answering the rate late, the controller climbs
 // from its floor for three minutes and then settles under the rate where the front crosses the
-// budget, with the users' p99 over the settled drain within budget of the baseline's: at 0.6 of
+// budget, with the users' p99 over the settled drain within budget of the baseline's: at 0.8 of
 // the crossing or more in the median of five runs, and at half or more in each (a run whose
 // baseline read low by chance steers by a signal that reads high throughout). The front is
 // shallow there (1.33 at 2,000 pastes/s, 1.5 at 2,360), so a few hundredths of noise in the signal
@@ -202,15 +202,15 @@ func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 		shares = append(shares, mean/best)
 	}
 	slices.Sort(shares)
-	if m := shares[len(shares)/2]; m < 0.6 {
-		t.Errorf("the median run settled at %.2f of the front's crossing, want at least 0.6", m)
+	if m := shares[len(shares)/2]; m < 0.8 {
+		t.Errorf("the median run settled at %.2f of the front's crossing, want at least 0.8", m)
 	}
 }
 
 // TestPacingFirstClimbStaysNearTheFront: on the measured front, whose users' latency answers the
 // rate some 20 s late, the climb from the floor to the first cut peaks at most 1.3 times the
-// rate where the front crosses the budget. The heavy day's run G, climbing twice as fast per
-// signal window, peaked at 3.4 times it, and its users' p99 sat over the budget for 100 s.
+// rate where the front crosses the budget. The heavy day's run G, climbing three times as fast,
+// peaked at 3.4 times it, and its users' p99 sat over the budget for 100 s.
 func TestPacingFirstClimbStaysNearTheFront(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(5) {
