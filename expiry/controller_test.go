@@ -208,9 +208,10 @@ func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 }
 
 // TestPacingFirstClimbStaysNearTheFront: on the measured front, whose users' latency answers the
-// rate some 20 s late, the climb from the floor to the first cut peaks at most 1.3 times the
-// rate where the front crosses the budget. The heavy day's run G, climbing three times as fast,
-// peaked at 3.4 times it, and its users' p99 sat over the budget for 100 s.
+// rate some 20 s late, the drain's first six minutes (its climb from the floor, its first cuts)
+// never take the rate past 1.3 times the rate where the front crosses the budget. The heavy day's
+// run G, climbing three times as fast, peaked at 3.4 times it, and its users' p99 sat over the
+// budget for 100 s.
 func TestPacingFirstClimbStaysNearTheFront(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(5) {
