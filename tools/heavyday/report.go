@@ -192,8 +192,17 @@ func writeFront(w io.Writer, rep *report) {
 		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | p99 / baseline | within %.1f× | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|\n", budget)
 	for i, p := range front(rep.steps, baseline, budget) {
-		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.2f× | %s | %s | %d |\n", p.name(rep.cfg.batchSize), p.rate, p.p50, p.p99,
-			p.ratio, map[bool]string{true: "yes", false: "no"}[p.meetsBound], msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
+		ratio, within := fmt.Sprintf("%.2f×", p.ratio), map[bool]string{true: "yes", false: "no"}[p.meetsBound]
+		if math.IsNaN(baseline) {
+			ratio, within = "–", "–"
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %s | %s | %s | %d |\n", p.name(rep.cfg.batchSize), p.rate, p.p50, p.p99,
+			ratio, within, msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
+	}
+	if math.IsNaN(baseline) {
+		// A report written between the steps and the paced window: the baseline comes with the window.
+		fmt.Fprintf(w, "\nThe steps are judged against the load alone, measured with the paced window. Plotted in `front.png`.\n\n")
+		return
 	}
 	step, crossing := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), baseline, budget), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+

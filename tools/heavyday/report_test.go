@@ -181,6 +181,22 @@ func TestPacedTargets(t *testing.T) {
 	}
 }
 
+// TestFrontBeforeTheBaseline: a report written after the steps and before the paced window, which
+// measures the load alone, gives no ratios yet rather than NaN and a crossing at 0 pastes/s.
+func TestFrontBeforeTheBaseline(t *testing.T) {
+	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second, batchSize: 1000}}
+	rep.steps = []stepResult{
+		{stepSpec: stepSpec{1000, 1000}, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
+	}
+	var buf bytes.Buffer
+	writeFront(&buf, rep)
+	text := buf.String()
+	if !strings.Contains(text, "| 1000/s | 1000 | 4.0 ms | 4.0 ms | – | – |") || strings.Contains(text, "NaN") ||
+		strings.Contains(text, "0 where the front crosses") {
+		t.Errorf("the front before the baseline:\n%s", text)
+	}
+}
+
 func TestParseStep(t *testing.T) {
 	for in, want := range map[string]stepSpec{"250": {250, 1000}, " 0 ": {0, 1000}, "250@100": {250, 100}} {
 		if got, err := parseStep(in, 1000); err != nil || got != want {
