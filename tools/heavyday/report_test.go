@@ -197,6 +197,16 @@ func TestFrontBeforeTheBaseline(t *testing.T) {
 	}
 }
 
+// TestRunsOfAWindow: a paced window ends before its runs do, and its report says so rather than
+// print an empty table.
+func TestRunsOfAWindow(t *testing.T) {
+	var buf bytes.Buffer
+	writeRuns(&buf, drainAt(steady(1000, 10), nil))
+	if text := buf.String(); !strings.Contains(text, "none had ended") || strings.Contains(text, "| run |") {
+		t.Errorf("the runs of a window:\n%s", text)
+	}
+}
+
 func TestParseStep(t *testing.T) {
 	for in, want := range map[string]stepSpec{"250": {250, 1000}, " 0 ": {0, 1000}, "250@100": {250, 100}} {
 		if got, err := parseStep(in, 1000); err != nil || got != want {
