@@ -65,9 +65,15 @@ const (
 	phaseUnpaced = "unpaced" // the replicas drain with pacing off and no foreground load
 	phaseSteps   = "steps"   // the plant: the drain at fixed budgets under the foreground load
 	phaseHeavy   = "heavy"   // the baseline load, then the drain (paced as -pacing says) under it
+	// phaseReplay runs the paced window's settled rate again as a step. The steps and the window,
+	// each after minutes of the load alone on the same data, have disagreed by more than the
+	// budget's width, both ways (docs/performance.md, runs E, I and J): a replay that reads what the
+	// window read says the day moved under the steps; one that reads what the front reads there
+	// says the window's own drain cost the users more than a steady one.
+	phaseReplay = "replay"
 )
 
-var allPhases = []string{phaseFloor, phaseUnpaced, phaseSteps, phaseHeavy}
+var allPhases = []string{phaseFloor, phaseUnpaced, phaseSteps, phaseHeavy, phaseReplay}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stdout)
@@ -97,7 +103,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.Float64Var(&cfg.shared, "shared", 0.4, "fraction of pastes that reuse content another paste uses")
 	fs.IntVar(&cfg.realBlobs, "real-blobs", 1_000_000, "freed content whose blobs exist in S3 (the first the drain frees); the rest are keys S3 no longer has")
 	fs.IntVar(&cfg.liveSample, "live-sample", 50_000, "live pastes whose blobs exist, read once each by the load (uncached reads)")
-	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, steps, heavy")
+	phases := fs.String("phases", strings.Join(allPhases, ","), "what to measure: floor, unpaced, steps, heavy, replay (after heavy)")
 	fs.IntVar(&cfg.replicas, "replicas", 2, "pastebin serve replicas")
 	fs.IntVar(&cfg.workers, "workers", 1, "cleanup workers per replica (docs/scaling.md: about one per PostgreSQL core in all)")
 	fs.IntVar(&cfg.batchSize, "batch-size", 1000, "PASTEBIN_CLEANUP_BATCH_SIZE of the replicas")

@@ -25,6 +25,7 @@ type report struct {
 	unpaced *drainResult
 	steps   []stepResult // the plant: the users' latency at fixed budgets
 	heavy   *drainResult // with baseline and during set
+	replay  *stepResult  // the paced window's settled rate again, as a step
 }
 
 type floorResult struct {
@@ -82,6 +83,8 @@ func (b *bench) measure(ctx context.Context) (*report, error) {
 				rep.heavy, err = b.drain(ctx, "under the foreground load", s, true)
 				return err
 			})
+		case phaseReplay:
+			err = b.measureReplay(ctx, rep)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", phase, err)

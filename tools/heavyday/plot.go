@@ -128,6 +128,14 @@ func writeFrontPlot(path string, rep *report) error {
 		p.Add(s)
 		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
 	}
+	if rep.replay != nil {
+		r := front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+		if s, err := plotter.NewScatter(xyOf([]float64{r.rate}, []float64{r.ratio})); err == nil {
+			s.Color, s.Shape, s.Radius = orange, draw.BoxGlyph{}, vg.Points(4)
+			p.Add(s)
+			p.Legend.Add("the window's rate replayed as a step", s)
+		}
+	}
 	if lo > 0 {
 		// The steps double the rate: on a log axis they are evenly spaced, and the flat stretch up
 		// to the knee is as wide as the steep one past it. Ticks at the steps' rates.

@@ -213,8 +213,30 @@ func writeFront(w io.Writer, rep *report) {
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
 			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing; at that rate 10 million pastes take %.1f hours.",
 			settled, d.rate(), secs(d.seconds), ratio, 100*(settled/crossing-1), 10e6/settled/3600)
+		writeReplay(w, rep, baseline, ratio)
 	}
 	fmt.Fprintf(w, " Plotted in `front.png`.\n\n")
+}
+
+// writeReplay places the replay (phaseReplay) beside the window it replays and the front: a replay
+// that reads what the window read says the users' latency moved between the steps and the window;
+// one that reads what the front reads there says the window's own drain cost them more.
+func writeReplay(w io.Writer, rep *report, baseline, windowRatio float64) {
+	if rep.replay == nil {
+		return
+	}
+	r := front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+	at := frontAt(front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget), r.rate)
+	fmt.Fprintf(w, " Replayed as a step at that rate after the window, from the same backlog after %s of the load alone, "+
+		"the drain ran at %.0f pastes/s and the users' p99 read %.2f×, where the window read %.2f× and the front reads %s.",
+		secs(rep.cfg.stepWarmup.Seconds()), r.rate, r.ratio, windowRatio, ratioOr(at, "nothing (outside its steps)"))
+}
+
+func ratioOr(ratio float64, none string) string {
+	if math.IsNaN(ratio) {
+		return none
+	}
+	return fmt.Sprintf("%.2f×", ratio)
 }
 
 // writeCPU writes where the processor time went in each phase: which process the machine's cores

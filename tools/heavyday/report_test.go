@@ -172,9 +172,12 @@ func TestPacedTargets(t *testing.T) {
 			t.Errorf("the paced targets lack %q:\n%s", want, text)
 		}
 	}
+	rep.replay = &stepResult{stepSpec: stepSpec{3800, 1000}, d: drainAt(steady(3800, 10), load(10, 20, constant(6*time.Millisecond)))}
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
-	for _, want := range []string{"The controller's point: 3800 pastes/s", "| 8000/s, batches of 100 | 8000 |", "| 4000/s | 4000 |"} {
+	for _, want := range []string{"The controller's point: 3800 pastes/s", "| 8000/s, batches of 100 | 8000 |", "| 4000/s | 4000 |",
+		// 3800/s lies 0.96 of the way from 1000/s (1×) to 4000/s (1.25×) on the log of the rate.
+		"the drain ran at 3800 pastes/s and the users' p99 read 1.50×, where the window read 1.25× and the front reads 1.24×"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the front's section lacks %q:\n%s", want, buf.String())
 		}
@@ -204,6 +207,20 @@ func TestRunsOfAWindow(t *testing.T) {
 	writeRuns(&buf, drainAt(steady(1000, 10), nil))
 	if text := buf.String(); !strings.Contains(text, "none had ended") || strings.Contains(text, "| run |") {
 		t.Errorf("the runs of a window:\n%s", text)
+	}
+}
+
+func TestFrontAt(t *testing.T) {
+	points := []frontPoint{{rate: 4000, ratio: 2}, {rate: 1000, ratio: 1}}
+	for rate, want := range map[float64]float64{1000: 1, 2000: 1.5, 4000: 2} {
+		if got := frontAt(points, rate); math.Abs(got-want) > 1e-9 {
+			t.Errorf("frontAt(%v) = %v, want %v", rate, got, want)
+		}
+	}
+	for _, rate := range []float64{500, 8000} {
+		if got := frontAt(points, rate); !math.IsNaN(got) {
+			t.Errorf("frontAt(%v) = %v outside the steps, want NaN", rate, got)
+		}
 	}
 }
 

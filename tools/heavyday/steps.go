@@ -94,6 +94,36 @@ func (b *bench) measureSteps(ctx context.Context, rep *report) error {
 	return nil
 }
 
+// measureReplay runs the paced window's rate over its second half again as a step, on a fresh
+// copy of the data (phaseReplay).
+func (b *bench) measureReplay(ctx context.Context, rep *report) error {
+	if rep.heavy == nil {
+		return fmt.Errorf("it replays the paced window: run it after %s", phaseHeavy)
+	}
+	spec := stepSpec{budget: max(1, int(math.Round(settledRate(rep.heavy)))), batch: b.cfg.batchSize}
+	return b.inPhase(ctx, func() error {
+		s, err := b.step(ctx, spec)
+		if err == nil {
+			rep.replay = &s
+		}
+		return err
+	})
+}
+
+// frontAt is the front's reading at rate: between two steps, on the logarithm of the rate as
+// bestOnFront's crossing is; NaN outside the steps' rates.
+func frontAt(points []frontPoint, rate float64) float64 {
+	sorted := slices.SortedFunc(slices.Values(points), func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
+	for i := 0; i+1 < len(sorted); i++ {
+		p, q := sorted[i], sorted[i+1]
+		if p.rate <= rate && rate <= q.rate && q.rate > p.rate {
+			f := (math.Log(rate) - math.Log(p.rate)) / (math.Log(q.rate) - math.Log(p.rate))
+			return p.ratio + f*(q.ratio-p.ratio)
+		}
+	}
+	return math.NaN()
+}
+
 // step starts the replicas with the drain held at budget and the foreground load on them, and once
 // -step-warmup has passed, starts the drain and measures both for -step-length (or until the
 // backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
