@@ -67,6 +67,7 @@ func (b *bench) writeReport(w io.Writer, rep *report) {
 	writeDrains(w, rep)
 	writeTargets(w, rep)
 	writeFront(w, rep)
+	writeReplay(w, rep)
 	writeCPU(w, rep)
 	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
 		if d != nil {
@@ -213,7 +214,6 @@ func writeFront(w io.Writer, rep *report) {
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
 			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing; at that rate 10 million pastes take %.1f hours.",
 			settled, d.rate(), secs(d.seconds), ratio, 100*(settled/crossing-1), 10e6/settled/3600)
-		writeReplay(w, rep, baseline, ratio)
 	}
 	fmt.Fprintf(w, " Plotted in `front.png`.\n\n")
 }
@@ -221,15 +221,22 @@ func writeFront(w io.Writer, rep *report) {
 // writeReplay places the replay (phaseReplay) beside the window it replays and the front: a replay
 // that reads what the window read says the users' latency moved between the steps and the window;
 // one that reads what the front reads there says the window's own drain cost them more.
-func writeReplay(w io.Writer, rep *report, baseline, windowRatio float64) {
-	if rep.replay == nil {
+func writeReplay(w io.Writer, rep *report) {
+	d := rep.heavy
+	if rep.replay == nil || d == nil {
 		return
 	}
+	baseline := windowedP99(d.baseline, rep.cfg.stepLength)
 	r := front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
 	at := frontAt(front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget), r.rate)
-	fmt.Fprintf(w, " Replayed as a step at that rate after the window, from the same backlog after %s of the load alone, "+
-		"the drain ran at %.0f pastes/s and the users' p99 read %.2f×, where the window read %.2f× and the front reads %s.",
-		secs(rep.cfg.stepWarmup.Seconds()), r.rate, r.ratio, windowRatio, ratioOr(at, "nothing (outside its steps)"))
+	fmt.Fprintf(w, "## The paced window replayed as a step\n\n"+
+		"The window's rate over its second half, %.0f pastes/s, run again as a step after it (`replay`), from the same backlog "+
+		"after %s of the load alone: the drain ran at %.0f pastes/s for %s and the users' p99 read %.1f ms, %.2f× the baseline's "+
+		"(measured as the steps' are), where the window read %.2f× over its whole length and the front reads %s at that rate. "+
+		"A replay that reads what the window read says the users' latency moved between the steps and the window; one that "+
+		"reads what the front reads says the window's own drain cost them more than a steady one.\n\n",
+		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio,
+		float64(statsOf(d.during).p99)/float64(statsOf(d.baseline).p99), ratioOr(at, "nothing (no steps around it)"))
 }
 
 func ratioOr(ratio float64, none string) string {

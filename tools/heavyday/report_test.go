@@ -175,9 +175,10 @@ func TestPacedTargets(t *testing.T) {
 	rep.replay = &stepResult{stepSpec: stepSpec{3800, 1000}, d: drainAt(steady(3800, 10), load(10, 20, constant(6*time.Millisecond)))}
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
+	writeReplay(&buf, rep)
 	for _, want := range []string{"The controller's point: 3800 pastes/s", "| 8000/s, batches of 100 | 8000 |", "| 4000/s | 4000 |",
 		// 3800/s lies 0.96 of the way from 1000/s (1×) to 4000/s (1.25×) on the log of the rate.
-		"the drain ran at 3800 pastes/s and the users' p99 read 1.50×, where the window read 1.25× and the front reads 1.24×"} {
+		"read 6.0 ms, 1.50× the baseline's (measured as the steps' are), where the window read 1.25× over its whole length and the front reads 1.24× at that rate"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the front's section lacks %q:\n%s", want, buf.String())
 		}
