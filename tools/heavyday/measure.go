@@ -60,6 +60,12 @@ type drainResult struct {
 
 func (d drainResult) rate() float64 { return float64(d.pastes) / d.seconds }
 
+// usersRatio is the users' p99 over the whole drain against the baseline's over as long: the
+// paced window's reading, as the target states it.
+func (d drainResult) usersRatio() float64 {
+	return float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
+}
+
 func (b *bench) measure(ctx context.Context) (*report, error) {
 	rep := &report{cfg: b.cfg, meta: b.meta}
 	if err := os.MkdirAll(b.cfg.out, 0o755); err != nil {

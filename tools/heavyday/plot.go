@@ -122,14 +122,13 @@ func writeFrontPlot(path string, rep *report) error {
 	lo, top := slices.Min(xs), slices.Max(xs)
 	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{lo, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
 	d := rep.heavy
-	ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
-	if s, err := plotter.NewScatter(xyOf([]float64{settledRate(d)}, []float64{ratio})); err == nil {
+	if s, err := plotter.NewScatter(xyOf([]float64{settledRate(d)}, []float64{d.usersRatio()})); err == nil {
 		s.Color, s.Shape, s.Radius = orange, draw.PyramidGlyph{}, vg.Points(5)
 		p.Add(s)
 		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
 	}
 	if rep.replay != nil {
-		r := front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+		r := rep.replayPoint(baseline)
 		if s, err := plotter.NewScatter(xyOf([]float64{r.rate}, []float64{r.ratio})); err == nil {
 			s.Color, s.Shape, s.Radius = orange, draw.BoxGlyph{}, vg.Points(4)
 			p.Add(s)

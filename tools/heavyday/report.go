@@ -157,7 +157,7 @@ func writePacedTargets(rep *report, row func(string, string, bool)) {
 		return
 	}
 	base, during := statsOf(d.baseline), statsOf(d.during)
-	ratio := float64(during.p99) / float64(base.p99)
+	ratio := d.usersRatio()
 	budget := rep.cfg.budget
 	row(fmt.Sprintf("paced: users' p99 over the window ≤ %.1f× the baseline's, over as long", budget),
 		fmt.Sprintf("%s against %s: %.2f×", ms(during.p99), ms(base.p99), ratio), ratio <= budget)
@@ -202,14 +202,14 @@ func writeFront(w io.Writer, rep *report) {
 	}
 	if math.IsNaN(baseline) {
 		// A report written between the steps and the paced window: the baseline comes with the window.
-		fmt.Fprintf(w, "\nThe steps are judged against the load alone, measured with the paced window. Plotted in `front.png`.\n\n")
+		fmt.Fprintf(w, "\nThe steps are judged against the load alone, measured with the paced window.\n\n")
 		return
 	}
 	step, crossing := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), baseline, budget), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
 	if d := rep.heavy; d != nil {
-		ratio := float64(statsOf(d.during).p99) / float64(statsOf(d.baseline).p99)
+		ratio := d.usersRatio()
 		settled := settledRate(d)
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
 			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing; at that rate 10 million pastes take %.1f hours.",
@@ -227,7 +227,7 @@ func writeReplay(w io.Writer, rep *report) {
 		return
 	}
 	baseline := windowedP99(d.baseline, rep.cfg.stepLength)
-	r := front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+	r := rep.replayPoint(baseline)
 	at := frontAt(front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget), r.rate)
 	fmt.Fprintf(w, "## The paced window replayed as a step\n\n"+
 		"The window's rate over its second half, %.0f pastes/s, run again as a step after it (`replay`), from the same backlog "+
@@ -236,7 +236,7 @@ func writeReplay(w io.Writer, rep *report) {
 		"A replay that reads what the window read says the users' latency moved between the steps and the window; one that "+
 		"reads what the front reads says the window's own drain cost them more than a steady one.\n\n",
 		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio,
-		float64(statsOf(d.during).p99)/float64(statsOf(d.baseline).p99), ratioOr(at, "nothing (no steps around it)"))
+		d.usersRatio(), ratioOr(at, "nothing (no steps around it)"))
 }
 
 func ratioOr(ratio float64, none string) string {

@@ -110,6 +110,11 @@ func (b *bench) measureReplay(ctx context.Context, rep *report) error {
 	})
 }
 
+// replayPoint is the replay (rep.replay, not nil) read as a step of the front is.
+func (rep *report) replayPoint(baseline float64) frontPoint {
+	return front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+}
+
 // frontAt is the front's reading at rate: between two steps, on the logarithm of the rate as
 // bestOnFront's crossing is; NaN outside the steps' rates.
 func frontAt(points []frontPoint, rate float64) float64 {
