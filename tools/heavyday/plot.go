@@ -102,23 +102,19 @@ func addLine(p *plot.Plot, name string, xs, ys []float64, c color.Color, dashed 
 	p.Legend.Add(name, l)
 }
 
-// writeFrontPlot draws the front: each step's users' p99 over the baseline against its drain rate,
-// the budget, and the paced window's point.
+// writeFrontPlot draws the front: each step's users' p99 over its level with no drain against its
+// drain rate (dashed: over the window's baseline), the budget, and the paced window's point.
 func writeFrontPlot(path string, rep *report) error {
-	baseline := windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
-	points := front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget)
-	slices.SortFunc(points, func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
 	p := panel("users' p99 against the drain's rate (the front)", "p99 / its level with no drain")
 	p.X.Label.Text = "drain, pastes/s (both replicas)"
-	var xs, ys []float64
-	for _, pt := range points {
-		xs, ys = append(xs, pt.rate), append(ys, pt.ratio)
-	}
-	addLine(p, "steps at fixed budgets", xs, ys, blue, false)
+	xs, ys := frontLine(rep.frontOf(ownLevel))
+	addLine(p, "steps at fixed budgets, each against the load alone just before it", xs, ys, blue, false)
 	if s, err := plotter.NewScatter(xyOf(xs, ys)); err == nil {
 		s.Color = blue
 		p.Add(s)
 	}
+	_, ysOne := frontLine(rep.frontOf(rep.windowLevel()))
+	addLine(p, "the same steps against the window's baseline", xs, ysOne, blue, true)
 	lo, top := slices.Min(xs), slices.Max(xs)
 	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{lo, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)
 	d := rep.heavy
@@ -128,7 +124,7 @@ func writeFrontPlot(path string, rep *report) error {
 		p.Legend.Add("the automatic pacing (the paced window: its second half's rate, its whole p99)", s)
 	}
 	if rep.replay != nil {
-		r := rep.replayPoint(baseline)
+		r := rep.replayPoint(ownLevel)
 		if s, err := plotter.NewScatter(xyOf([]float64{r.rate}, []float64{r.ratio})); err == nil {
 			s.Color, s.Shape, s.Radius = orange, draw.BoxGlyph{}, vg.Points(4)
 			p.Add(s)
@@ -145,19 +141,28 @@ func writeFrontPlot(path string, rep *report) error {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, ticks
 		p.X.Label.Text += ", log scale"
 	}
-	if slices.Min(ys) > 0 {
+	if bottom := min(slices.Min(ys), slices.Min(ysOne)); bottom > 0 {
 		// The unlimited step reads tens of times the baseline: on a log axis the budget's
 		// neighbourhood keeps its room.
 		var ticks plot.ConstantTicks
 		for _, v := range []float64{1, 1.5, 2, 3, 5, 10, 20, 50, 100} {
 			ticks = append(ticks, plot.Tick{Value: v, Label: fmt.Sprintf("%g", v)})
 		}
-		p.Y.Min = min(1, slices.Min(ys))
+		p.Y.Min = min(1, bottom)
 		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, ticks
 		p.Y.Label.Text += ", log scale"
 	}
 	p.Legend.Left = true
 	return p.Save(vg.Points(700), vg.Points(450), path)
+}
+
+// frontLine is the front's points in the order of their rates.
+func frontLine(points []frontPoint) (rates, ratios []float64) {
+	slices.SortFunc(points, func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
+	for _, pt := range points {
+		rates, ratios = append(rates, pt.rate), append(ratios, pt.ratio)
+	}
+	return rates, ratios
 }
 
 func xyOf(xs, ys []float64) plotter.XYs {

@@ -165,11 +165,14 @@ func writePacedTargets(rep *report, row func(string, string, bool)) {
 	if len(rep.steps) == 0 {
 		return
 	}
-	_, best := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), windowedP99(d.baseline, rep.cfg.stepLength), budget), budget)
+	_, best := bestOnFront(rep.frontOf(ownLevel), budget)
+	_, bestOne := bestOnFront(rep.frontOf(rep.windowLevel()), budget)
 	settled := settledRate(d)
-	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f×", budget),
-		fmt.Sprintf("%.0f against %.0f pastes/s: %+.0f%% (the whole window, its climb from the floor included: %.0f)",
-			settled, best, 100*(settled/best-1), d.rate()), math.Abs(settled/best-1) <= 0.15)
+	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f× "+
+		"(each step read against the load alone just before it, as the window is)", budget),
+		fmt.Sprintf("%.0f against %.0f pastes/s: %+.0f%% (every step against the window's baseline: %.0f, %+.0f%%; "+
+			"the whole window, its climb from the floor included: %.0f)",
+			settled, best, 100*(settled/best-1), bestOne, 100*(settled/bestOne-1), d.rate()), math.Abs(settled/best-1) <= 0.15)
 	hours := 10e6 / settled / 3600
 	row("paced: 10 million pastes cleaned before morning (6 hours) at that rate", fmt.Sprintf("%.1f hours", hours), hours <= 6)
 }
@@ -181,62 +184,73 @@ func writeFront(w io.Writer, rep *report) {
 		return
 	}
 	budget := rep.cfg.budget
-	baseline := math.NaN()
-	if rep.heavy != nil {
-		baseline = windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
-	}
+	window := rep.windowLevel()
+	level := min(rep.cfg.stepLength, rep.cfg.stepWarmup/2)
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
-		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start), then "+
-		"starts the drain and measures %s under the load. A step's users' p99 "+
-		"is against the baseline's over windows as long (the median of its windows' p99s: %s).\n\n",
-		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLength.Seconds()), msf(baseline/1000))
-	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | p99 / baseline | within %.1f× | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|\n", budget)
-	for i, p := range front(rep.steps, baseline, budget) {
-		ratio, within := fmt.Sprintf("%.2f×", p.ratio), map[bool]string{true: "yes", false: "no"}[p.meetsBound]
-		if math.IsNaN(baseline) {
-			ratio, within = "–", "–"
+		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start; its last "+
+		"%s is the step's level with no drain), then starts the drain and measures %s under the load. A step's users' p99 "+
+		"is read against that level, as the paced window's is against the load alone just before it. The last columns read "+
+		"it against the window's baseline instead, over windows as long (the median of its windows' p99s), as the reports "+
+		"up to run J did.\n\n",
+		secs(rep.cfg.stepWarmup.Seconds()), secs(level.Seconds()), secs(rep.cfg.stepLength.Seconds()))
+	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | the load alone before | p99 / it | within %.1f× "+
+		"| p99 / the window's baseline | within | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n", budget)
+	var byWindow []frontPoint
+	if window != nil {
+		byWindow = front(rep.steps, window, budget)
+	}
+	for i, p := range front(rep.steps, ownLevel, budget) {
+		ratio, within := "–", "–"
+		if byWindow != nil {
+			ratio, within = fmt.Sprintf("%.2f×", byWindow[i].ratio), yesNo(byWindow[i].meetsBound)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %s | %s | %s | %d |\n", p.name(rep.cfg.batchSize), p.rate, p.p50, p.p99,
-			ratio, within, msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
+		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.1f ms | %.2f× | %s | %s | %s | %s | %d |\n", p.name(rep.cfg.batchSize),
+			p.rate, p.p50, p.p99, p.level, p.ratio, yesNo(p.meetsBound), ratio, within, msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
 	}
-	if math.IsNaN(baseline) {
-		// A report written between the steps and the paced window: the baseline comes with the window.
-		fmt.Fprintf(w, "\nThe steps are judged against the load alone, measured with the paced window.\n\n")
-		return
-	}
-	step, crossing := bestOnFront(front(onFront(rep.steps, rep.cfg.batchSize), baseline, budget), budget)
+	step, crossing := bestOnFront(rep.frontOf(ownLevel), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
+	if window == nil {
+		// A report written between the steps and the paced window: the window's baseline comes with it.
+		fmt.Fprintf(w, " Against the load alone before the paced window, once it is measured.\n\n")
+		return
+	}
+	_, crossingOne := bestOnFront(rep.frontOf(window), budget)
+	fmt.Fprintf(w, " Against the window's baseline (%s) for every step, it crosses at %.0f.", msf(window(stepResult{})/1000), crossingOne)
 	if d := rep.heavy; d != nil {
-		ratio := d.usersRatio()
 		settled := settledRate(d)
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
-			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing; at that rate 10 million pastes take %.1f hours.",
-			settled, d.rate(), secs(d.seconds), ratio, 100*(settled/crossing-1), 10e6/settled/3600)
+			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing (%+.0f%% of the one against the "+
+			"window's baseline); at that rate 10 million pastes take %.1f hours.",
+			settled, d.rate(), secs(d.seconds), d.usersRatio(), 100*(settled/crossing-1), 100*(settled/crossingOne-1), 10e6/settled/3600)
 	}
 	fmt.Fprintf(w, " Plotted in `front.png`.\n\n")
 }
 
+func yesNo(b bool) string { return map[bool]string{true: "yes", false: "no"}[b] }
+
 // writeReplay places the replay (phaseReplay) beside the window it replays and the front: a replay
 // that reads what the window read says the users' latency moved between the steps and the window;
-// one that reads what the front reads there says the window's own drain cost them more.
+// one that reads what the front reads says the window's own drain cost them more.
 func writeReplay(w io.Writer, rep *report) {
 	d := rep.heavy
 	if rep.replay == nil || d == nil {
 		return
 	}
-	baseline := windowedP99(d.baseline, rep.cfg.stepLength)
-	r := rep.replayPoint(baseline)
-	at := frontAt(front(onFront(rep.steps, rep.cfg.batchSize), baseline, rep.cfg.budget), r.rate)
+	r, rOne := rep.replayPoint(ownLevel), rep.replayPoint(rep.windowLevel())
+	at := frontAt(rep.frontOf(ownLevel), r.rate)
+	atOne := frontAt(rep.frontOf(rep.windowLevel()), r.rate)
+	none := "nothing (no steps around it)"
 	fmt.Fprintf(w, "## The paced window replayed as a step\n\n"+
 		"The window's rate over its second half, %.0f pastes/s, run again as a step after it (`replay`), from the same backlog "+
-		"after %s of the load alone: the drain ran at %.0f pastes/s for %s and the users' p99 read %.1f ms, %.2f× the baseline's "+
-		"(measured as the steps' are), where the window read %.2f× over its whole length and the front reads %s at that rate. "+
+		"after %s of the load alone: the drain ran at %.0f pastes/s for %s and the users' p99 read %.1f ms. That is %.2f× the "+
+		"load alone just before it (%.1f ms), where the window read %.2f× against the load alone before it and the front "+
+		"reads %s at that rate; and %.2f× the window's baseline, where the front, every step read against that baseline, reads %s. "+
 		"A replay that reads what the window read says the users' latency moved between the steps and the window; one that "+
 		"reads what the front reads says the window's own drain cost them more than a steady one.\n\n",
-		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio,
-		d.usersRatio(), ratioOr(at, "nothing (no steps around it)"))
+		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio, r.level,
+		d.usersRatio(), ratioOr(at, none), rOne.ratio, ratioOr(atOne, none))
 }
 
 func ratioOr(ratio float64, none string) string {

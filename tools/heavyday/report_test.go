@@ -96,14 +96,14 @@ func TestWindowedP99(t *testing.T) {
 	}
 }
 
-// TestFrontPlacesSteps: each step's users' p99 is held against the baseline, and meets the budget
-// only up to it.
+// TestFrontPlacesSteps: each step's users' p99 is held against its level with no drain, one for
+// every step or each step's own, and meets the budget only up to it.
 func TestFrontPlacesSteps(t *testing.T) {
 	steps := []stepResult{
 		{stepSpec: stepSpec{budget: 1000}, d: drainAt(steady(1000, 60), load(60, 20, constant(5*time.Millisecond)))},
 		{stepSpec: stepSpec{budget: 0}, d: drainAt(steady(9000, 60), load(60, 20, constant(12*time.Millisecond)))},
 	}
-	points := front(steps, 4, 1.5)
+	points := front(steps, oneLevel(4), 1.5)
 	if len(points) != 2 {
 		t.Fatalf("%d points, want 2", len(points))
 	}
@@ -112,6 +112,16 @@ func TestFrontPlacesSteps(t *testing.T) {
 	}
 	if p := points[1]; p.rate != 9000 || p.ratio != 3 || p.meetsBound {
 		t.Errorf("the unlimited step: %+v; want 9000 pastes/s, 3× the baseline, over the budget", p)
+	}
+	// The load alone read 2 ms before the first step and 10 ms before the second: the day moved.
+	steps[0].d.baseline = load(30, 20, constant(2*time.Millisecond))
+	steps[1].d.baseline = load(30, 20, constant(10*time.Millisecond))
+	own := front(steps, ownLevel, 1.5)
+	if p := own[0]; p.level != 2 || p.ratio != 2.5 || p.meetsBound {
+		t.Errorf("the step at 1000/s against its own level: %+v; want 2 ms, 2.5×, over the budget", p)
+	}
+	if p := own[1]; p.level != 10 || p.ratio != 1.2 || !p.meetsBound {
+		t.Errorf("the unlimited step against its own level: %+v; want 10 ms, 1.2×, within the budget", p)
 	}
 }
 
@@ -147,38 +157,52 @@ func TestTenths(t *testing.T) {
 // issue asks, and whether it was met.
 func TestPacedTargets(t *testing.T) {
 	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second, batchSize: 1000}}
+	step := func(spec stepSpec, rate float64, level, p99 time.Duration) stepResult {
+		s := stepResult{stepSpec: spec, d: drainAt(steady(rate, 10), load(10, 20, constant(p99)))}
+		s.d.baseline = load(10, 20, constant(level))
+		return s
+	}
 	rep.steps = []stepResult{
-		{stepSpec: stepSpec{1000, 1000}, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
-		{stepSpec: stepSpec{4000, 1000}, d: drainAt(steady(4000, 10), load(10, 20, constant(5*time.Millisecond)))},
+		step(stepSpec{1000, 1000}, 1000, 4*time.Millisecond, 4*time.Millisecond),
+		step(stepSpec{4000, 1000}, 4000, 4*time.Millisecond, 5*time.Millisecond),
 		// In batches of its own: measured beside the front, not on it, or the crossing would be past 8000/s.
-		{stepSpec: stepSpec{8000, 100}, d: drainAt(steady(8000, 10), load(10, 20, constant(4*time.Millisecond)))},
-		{stepSpec: stepSpec{0, 1000}, d: drainAt(steady(16000, 10), load(10, 20, constant(20*time.Millisecond)))},
+		step(stepSpec{8000, 100}, 8000, 4*time.Millisecond, 4*time.Millisecond),
+		// The load alone read 10 ms before it: against its own level it reads 2×, against the window's 5×.
+		step(stepSpec{0, 1000}, 16000, 10*time.Millisecond, 20*time.Millisecond),
 	}
 	heavy := drainAt(append(steady(200, 30), steady(3800, 90)...), load(120, 20, constant(5*time.Millisecond)))
 	heavy.baseline = load(120, 20, constant(4*time.Millisecond))
 	rep.heavy = heavy
 	var lines []string
 	writePacedTargets(rep, func(target, measured string, met bool) {
-		lines = append(lines, target+" | "+measured+" | "+map[bool]string{true: "yes", false: "no"}[met])
+		lines = append(lines, target+" | "+measured+" | "+yesNo(met))
 	})
 	text := strings.Join(lines, "\n")
 	for _, want := range []string{
 		"users' p99 over the window ≤ 1.5× the baseline's, over as long | 5.0 ms against 4.0 ms: 1.25× | yes",
 		"zero foreground errors | 0 of 2400 | yes",
-		"3800 against 4387 pastes/s: -13%", // the front crosses 1.5× a fifteenth of the way from 4000/s (1.25×) to 16000/s (5×), on the log of the rate
+		// Each step against its own level, the front crosses 1.5× a third of the way from 4000/s (1.25×)
+		// to 16000/s (2×), on the log of the rate; against the window's baseline, a fifteenth of the
+		// way to 16000/s at 5×.
+		"3800 against 6350 pastes/s: -40% (every step against the window's baseline: 4387, -13%;",
+		"| no\n",
 		"10 million pastes cleaned before morning (6 hours) at that rate | 0.7 hours | yes",
 	} {
-		if !strings.Contains(text, want) {
+		if !strings.Contains(text+"\n", want) {
 			t.Errorf("the paced targets lack %q:\n%s", want, text)
 		}
 	}
 	rep.replay = &stepResult{stepSpec: stepSpec{3800, 1000}, d: drainAt(steady(3800, 10), load(10, 20, constant(6*time.Millisecond)))}
+	rep.replay.d.baseline = load(10, 20, constant(5*time.Millisecond))
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
 	writeReplay(&buf, rep)
-	for _, want := range []string{"The controller's point: 3800 pastes/s", "| 8000/s, batches of 100 | 8000 |", "| 4000/s | 4000 |",
+	for _, want := range []string{"The controller's point: 3800 pastes/s", "-40% of the crossing (-13% of the one against the window's baseline)",
+		"| 8000/s, batches of 100 | 8000 |",
+		"| unlimited | 16000 | 20.0 ms | 20.0 ms | 10.0 ms | 2.00× | no | 5.00× | no |",
 		// 3800/s lies 0.96 of the way from 1000/s (1×) to 4000/s (1.25×) on the log of the rate.
-		"read 6.0 ms, 1.50× the baseline's (measured as the steps' are), where the window read 1.25× over its whole length and the front reads 1.24× at that rate"} {
+		"read 6.0 ms. That is 1.20× the load alone just before it (5.0 ms), where the window read 1.25× against the load alone " +
+			"before it and the front reads 1.24× at that rate; and 1.50× the window's baseline, where the front, every step read against that baseline, reads 1.24×"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("the front's section lacks %q:\n%s", want, buf.String())
 		}
@@ -186,17 +210,19 @@ func TestPacedTargets(t *testing.T) {
 }
 
 // TestFrontBeforeTheBaseline: a report written after the steps and before the paced window, which
-// measures the load alone, gives no ratios yet rather than NaN and a crossing at 0 pastes/s.
+// measures the window's baseline, reads the steps against their own levels and leaves the window's
+// columns empty, rather than print NaN and a crossing at 0 pastes/s.
 func TestFrontBeforeTheBaseline(t *testing.T) {
 	rep := &report{cfg: config{budget: 1.5, stepLength: 10 * time.Second, batchSize: 1000}}
 	rep.steps = []stepResult{
 		{stepSpec: stepSpec{1000, 1000}, d: drainAt(steady(1000, 10), load(10, 20, constant(4*time.Millisecond)))},
 	}
+	rep.steps[0].d.baseline = load(10, 20, constant(4*time.Millisecond))
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
 	text := buf.String()
-	if !strings.Contains(text, "| 1000/s | 1000 | 4.0 ms | 4.0 ms | – | – |") || strings.Contains(text, "NaN") ||
-		strings.Contains(text, "0 where the front crosses") {
+	if !strings.Contains(text, "| 1000/s | 1000 | 4.0 ms | 4.0 ms | 4.0 ms | 1.00× | yes | – | – |") || strings.Contains(text, "NaN") ||
+		!strings.Contains(text, "1000 where the front crosses") {
 		t.Errorf("the front before the baseline:\n%s", text)
 	}
 }

@@ -110,9 +110,23 @@ func (b *bench) measureReplay(ctx context.Context, rep *report) error {
 	})
 }
 
+// frontOf is the steps of the front (onFront), each read against its level.
+func (rep *report) frontOf(level levelOf) []frontPoint {
+	return front(onFront(rep.steps, rep.cfg.batchSize), level, rep.cfg.budget)
+}
+
 // replayPoint is the replay (rep.replay, not nil) read as a step of the front is.
-func (rep *report) replayPoint(baseline float64) frontPoint {
-	return front([]stepResult{*rep.replay}, baseline, rep.cfg.budget)[0]
+func (rep *report) replayPoint(level levelOf) frontPoint {
+	return front([]stepResult{*rep.replay}, level, rep.cfg.budget)[0]
+}
+
+// windowLevel is the paced window's baseline as a level for every step (oneLevel), or nil before
+// the window has measured it.
+func (rep *report) windowLevel() levelOf {
+	if rep.heavy == nil {
+		return nil
+	}
+	return oneLevel(windowedP99(rep.heavy.baseline, rep.cfg.stepLength))
 }
 
 // frontAt is the front's reading at rate: between two steps, on the logarithm of the rate as
@@ -132,7 +146,8 @@ func frontAt(points []frontPoint, rate float64) float64 {
 // step starts the replicas with the drain held at budget and the foreground load on them, and once
 // -step-warmup has passed, starts the drain and measures both for -step-length (or until the
 // backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
-// out of the step's p99, which the baseline's, taken on replicas long started, does not have.
+// out of the step's p99; its end, as long as the step (at most half the warm-up), is recorded as the
+// step's own level with no drain: the load alone on the same replicas, a minute before the drain.
 func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
 	d := &drainResult{name: "step at " + spec.name(b.cfg.batchSize), pacing: "off"}
 	logs := filepath.Join(b.cfg.out, "logs", fmt.Sprintf("step-%d-batch-%d", spec.budget, spec.batch))
@@ -154,18 +169,23 @@ func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	fg, err := b.startLoad(ctx, rs, stop, done)
+	level := min(b.cfg.stepLength, b.cfg.stepWarmup/2)
 	if err == nil {
-		err = watch(ctx, rs, b.cfg.stepWarmup)
+		err = watch(ctx, rs, b.cfg.stepWarmup-level)
 	}
 	if err == nil {
 		fg.setRecording(true)
+		err = watch(ctx, rs, level)
+		d.baseline = fg.take()
+	}
+	if err == nil {
 		err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.stepLength))
 		d.during = fg.take()
 	}
 	close(stop)
 	<-done
 	d.peakRSS = stopReplicas(rs)
-	b.logf("%s: %.0f pastes/s, users' p99 %s", d.name, d.rate(), ms(statsOf(d.during).p99))
+	b.logf("%s: %.0f pastes/s, users' p99 %s (%s the minute before)", d.name, d.rate(), ms(statsOf(d.during).p99), ms(statsOf(d.baseline).p99))
 	return stepResult{stepSpec: spec, d: d}, err
 }
 
@@ -192,21 +212,35 @@ type frontPoint struct {
 	stepSpec
 	rate       float64
 	p50, p99   float64 // ms
-	ratio      float64 // p99 over the baseline's, measured alike
+	level      float64 // ms: the users' p99 with no drain the step is read against
+	ratio      float64 // p99 over level
 	finishP50  float64 // seconds
 	meetsBound bool
 }
 
-// front is the measured plant, in the order of the steps, against baseline (ms, the p99 over
-// windows of a step's length).
-func front(steps []stepResult, baseline, budget float64) []frontPoint {
+// levelOf is a step's users' p99 with no drain (ms), against which the front reads it.
+type levelOf func(stepResult) float64
+
+// ownLevel is the load alone on the step's own replicas just before its drain (step): the level
+// the pacing reads its own signal against, as the paced window is read against the load alone just
+// before it. The users' latency with no drain moves within a run by as much as the budget's width
+// (docs/performance.md, "What run J says"), so one level for every step reads the day into the
+// front.
+func ownLevel(s stepResult) float64 { return float64(statsOf(s.d.baseline).p99) / 1e6 }
+
+// oneLevel reads every step against one level: the paced window's baseline, over windows of a
+// step's length, as the runs up to J read the front.
+func oneLevel(ms float64) levelOf { return func(stepResult) float64 { return ms } }
+
+// front is the measured plant, in the order of the steps, each against its level.
+func front(steps []stepResult, level levelOf, budget float64) []frontPoint {
 	var out []frontPoint
 	for _, s := range steps {
 		st := statsOf(s.d.during)
 		last := s.d.samples[len(s.d.samples)-1]
 		p := frontPoint{stepSpec: s.stepSpec, rate: s.d.rate(), p50: float64(st.p50) / 1e6, p99: float64(st.p99) / 1e6,
-			finishP50: last.finish.minus(s.d.samples[0].finish).quantile(0.5)}
-		p.ratio = p.p99 / baseline
+			level: level(s), finishP50: last.finish.minus(s.d.samples[0].finish).quantile(0.5)}
+		p.ratio = p.p99 / p.level
 		p.meetsBound = p.ratio <= budget
 		out = append(out, p)
 	}
