@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -224,6 +225,23 @@ func TestPacingFirstClimbStaysNearTheFront(t *testing.T) {
 		}
 		if best := pl.best(1.5); peak > 1.3*best {
 			t.Errorf("seed %d: the first climb peaked at %.0f pastes/s, %.2f times the crossing %.0f; want at most 1.3", seed, peak, peak/best, best)
+		}
+	}
+}
+
+// TestPacingClimbsNoFasterThanAtItsLevel: from the floor, a signal at its level before the drain
+// doubles the rate in riseDoubling, and a signal under that level (the level read in a minute that
+// held a stall) climbs no faster: the headroom under the aim is at most the level's.
+func TestPacingClimbsNoFasterThanAtItsLevel(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, signal := range []float64{1, 0.8, 0.5} {
+		c := newController(autoPacing(), 100, math.Inf(1), start)
+		for at := start; at.Before(start.Add(riseDoubling)); {
+			at = at.Add(time.Second)
+			c.step(at, signal, sourceUsers, true, 0)
+		}
+		if math.Abs(c.rate-200) > 0.01 {
+			t.Errorf("signal %.1f: %.1f pastes/s a doubling time after the floor of 100, want 200", signal, c.rate)
 		}
 	}
 }
