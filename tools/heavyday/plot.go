@@ -113,7 +113,7 @@ func writeFrontPlot(path string, rep *report) error {
 		s.Color = blue
 		p.Add(s)
 	}
-	_, ysOne := frontLine(rep.frontOf(rep.windowLevel()))
+	_, ysOne := frontLine(rep.frontOf(oneLevel(rep.windowBaseline())))
 	addLine(p, "the same steps against the window's baseline", xs, ysOne, blue, true)
 	lo, top := slices.Min(xs), slices.Max(xs)
 	addLine(p, fmt.Sprintf("budget %.1f×", rep.cfg.budget), []float64{lo, top}, []float64{rep.cfg.budget, rep.cfg.budget}, grey, true)

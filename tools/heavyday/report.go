@@ -166,7 +166,7 @@ func writePacedTargets(rep *report, row func(string, string, bool)) {
 		return
 	}
 	_, best := bestOnFront(rep.frontOf(ownLevel), budget)
-	_, bestOne := bestOnFront(rep.frontOf(rep.windowLevel()), budget)
+	_, bestOne := bestOnFront(rep.frontOf(oneLevel(rep.windowBaseline())), budget)
 	settled := settledRate(d)
 	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f× "+
 		"(each step read against the load alone just before it, as the window is)", budget),
@@ -184,7 +184,7 @@ func writeFront(w io.Writer, rep *report) {
 		return
 	}
 	budget := rep.cfg.budget
-	window := rep.windowLevel()
+	baseline := rep.windowBaseline()
 	level := min(rep.cfg.stepLength, rep.cfg.stepWarmup/2)
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
@@ -196,13 +196,10 @@ func writeFront(w io.Writer, rep *report) {
 		secs(rep.cfg.stepWarmup.Seconds()), secs(level.Seconds()), secs(rep.cfg.stepLength.Seconds()))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | the load alone before | p99 / it | within %.1f× "+
 		"| p99 / the window's baseline | within | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n", budget)
-	var byWindow []frontPoint
-	if window != nil {
-		byWindow = front(rep.steps, window, budget)
-	}
+	byWindow := front(rep.steps, oneLevel(baseline), budget)
 	for i, p := range front(rep.steps, ownLevel, budget) {
 		ratio, within := "–", "–"
-		if byWindow != nil {
+		if !math.IsNaN(baseline) {
 			ratio, within = fmt.Sprintf("%.2f×", byWindow[i].ratio), yesNo(byWindow[i].meetsBound)
 		}
 		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.1f ms | %.2f× | %s | %s | %s | %s | %d |\n", p.name(rep.cfg.batchSize),
@@ -211,13 +208,13 @@ func writeFront(w io.Writer, rep *report) {
 	step, crossing := bestOnFront(rep.frontOf(ownLevel), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
-	if window == nil {
-		// A report written between the steps and the paced window: the window's baseline comes with it.
-		fmt.Fprintf(w, " Against the load alone before the paced window, once it is measured.\n\n")
+	if math.IsNaN(baseline) {
+		// A report written between the steps and the paced window, which measures its baseline.
+		fmt.Fprintf(w, " The last columns wait for the paced window's baseline.\n\n")
 		return
 	}
-	_, crossingOne := bestOnFront(rep.frontOf(window), budget)
-	fmt.Fprintf(w, " Against the window's baseline (%s) for every step, it crosses at %.0f.", msf(window(stepResult{})/1000), crossingOne)
+	_, crossingOne := bestOnFront(rep.frontOf(oneLevel(baseline)), budget)
+	fmt.Fprintf(w, " Against the window's baseline (%s) for every step, it crosses at %.0f.", msf(baseline/1000), crossingOne)
 	if d := rep.heavy; d != nil {
 		settled := settledRate(d)
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
@@ -238,9 +235,9 @@ func writeReplay(w io.Writer, rep *report) {
 	if rep.replay == nil || d == nil {
 		return
 	}
-	r, rOne := rep.replayPoint(ownLevel), rep.replayPoint(rep.windowLevel())
-	at := frontAt(rep.frontOf(ownLevel), r.rate)
-	atOne := frontAt(rep.frontOf(rep.windowLevel()), r.rate)
+	window := oneLevel(rep.windowBaseline())
+	r, rOne := rep.replayPoint(ownLevel), rep.replayPoint(window)
+	at, atOne := frontAt(rep.frontOf(ownLevel), r.rate), frontAt(rep.frontOf(window), r.rate)
 	none := "nothing (no steps around it)"
 	fmt.Fprintf(w, "## The paced window replayed as a step\n\n"+
 		"The window's rate over its second half, %.0f pastes/s, run again as a step after it (`replay`), from the same backlog "+

@@ -120,13 +120,13 @@ func (rep *report) replayPoint(level levelOf) frontPoint {
 	return front([]stepResult{*rep.replay}, level, rep.cfg.budget)[0]
 }
 
-// windowLevel is the paced window's baseline as a level for every step (oneLevel), or nil before
-// the window has measured it.
-func (rep *report) windowLevel() levelOf {
+// windowBaseline is the paced window's baseline (ms) as the steps measure theirs, over windows of
+// a step's length (windowedP99); NaN before the window has measured it.
+func (rep *report) windowBaseline() float64 {
 	if rep.heavy == nil {
-		return nil
+		return math.NaN()
 	}
-	return oneLevel(windowedP99(rep.heavy.baseline, rep.cfg.stepLength))
+	return windowedP99(rep.heavy.baseline, rep.cfg.stepLength)
 }
 
 // frontAt is the front's reading at rate: between two steps, on the logarithm of the rate as
