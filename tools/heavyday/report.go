@@ -185,7 +185,6 @@ func writeFront(w io.Writer, rep *report) {
 	}
 	budget := rep.cfg.budget
 	baseline := rep.windowBaseline()
-	level := min(rep.cfg.stepLength, rep.cfg.stepWarmup/2)
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
 		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start; its last "+
@@ -193,7 +192,7 @@ func writeFront(w io.Writer, rep *report) {
 		"is read against that level, as the paced window's is against the load alone just before it. The last columns read "+
 		"it against the window's baseline instead, over windows as long (the median of its windows' p99s), as the reports "+
 		"up to run J did.\n\n",
-		secs(rep.cfg.stepWarmup.Seconds()), secs(level.Seconds()), secs(rep.cfg.stepLength.Seconds()))
+		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLevelSpan().Seconds()), secs(rep.cfg.stepLength.Seconds()))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | the load alone before | p99 / it | within %.1f× "+
 		"| p99 / the window's baseline | within | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n", budget)
 	byWindow := front(rep.steps, oneLevel(baseline), budget)

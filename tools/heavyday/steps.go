@@ -46,6 +46,10 @@ func defaultStepWarmup(pastes int) time.Duration {
 	return perTenMillion(3*time.Minute, 20*time.Second, pastes)
 }
 
+// stepLevelSpan is how much of a step's warm-up, at its end, is recorded as the step's level with
+// no drain: as long as the step, at most half the warm-up.
+func (c config) stepLevelSpan() time.Duration { return min(c.stepLength, c.stepWarmup/2) }
+
 // stepResult is one point of the plant the pacing steers: the drain held at a fixed budget for the
 // whole deployment, from the same backlog, under the foreground load.
 type stepResult struct {
@@ -169,7 +173,7 @@ func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	fg, err := b.startLoad(ctx, rs, stop, done)
-	level := min(b.cfg.stepLength, b.cfg.stepWarmup/2)
+	level := b.cfg.stepLevelSpan()
 	if err == nil {
 		err = watch(ctx, rs, b.cfg.stepWarmup-level)
 	}
