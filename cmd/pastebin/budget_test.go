@@ -18,9 +18,12 @@ import (
 )
 
 // TestOneBudgetForThreeProcesses: three `pastebin cleanup` processes with a budget of 3,000
-// pastes/s (PASTEBIN_CLEANUP_MAX_RATE, the whole deployment's) drain one backlog together at
-// 3,000/s within 5%, measured over the drain alone, its steady middle (steadyRate: more than 20 s),
-// and each takes a share within 20% of the others'. The budget is a rate it enforces, not a speed:
+// pastes/s (PASTEBIN_CLEANUP_MAX_RATE, the whole deployment's) claim one backlog together at
+// 3,000/s within 5%, measured over the claims' steady middle (steadyRate: more than 20 s), and
+// each takes a share within 20% of the others'. The budget paces the claims, and the rate is read
+// from them, from the first claim to the last, as the budget is stated: read from the finishing
+// transactions instead, it counted the finishes' lag behind the claims too, which moves while make
+// test loads the machine (2,827 and 2,835 pastes/s in two make tests). The budget is a rate it enforces, not a speed:
 // the processes need a sixth of what the drain reaches unpaced on this machine, and each has three
 // workers, so that batches finishing slowly on a loaded machine (make test runs the soak and builds
 // an image beside it) do not hold its process's next claims: with two, a fresh clone's first make
@@ -43,6 +46,7 @@ func TestOneBudgetForThreeProcesses(t *testing.T) {
 	if err := storetest.Load(ctx, st.Pool(), storetest.SeedSpec{Pastes: expired + 1000, Expired: expired, Shared: 0.4, Tag: "Q"}); err != nil {
 		t.Fatal(err)
 	}
+	logClaims(t, st)
 	env["PASTEBIN_CLEANUP_MAX_RATE"] = "3000"
 	env["PASTEBIN_CLEANUP_PACING"] = "off"
 	env["PASTEBIN_CLEANUP_WORKERS"] = "3"
@@ -76,17 +80,17 @@ func TestOneBudgetForThreeProcesses(t *testing.T) {
 		return
 	}
 
-	n, span, rate := steadyRate(t, st, 0.1)
-	if n != expired {
+	if n := storetest.Count(t, st.Pool(), `SELECT count(*) FROM tombstones WHERE deleted_reason = 'expired'`); n != expired {
 		t.Fatalf("%d pastes cleaned, want %d", n, expired)
 	}
-	t.Logf("%d pastes; %.0f pastes/s over the middle %.1f s of the drain; shares %d, %d, %d",
-		n, rate, span, runs[0].Tombstoned, runs[1].Tombstoned, runs[2].Tombstoned)
+	claimed, span, rate := steadyRate(t, st, 0.1)
+	t.Logf("%d pastes claimed; %.0f pastes/s over the middle %.1f s of the claims; shares %d, %d, %d",
+		claimed, rate, span, runs[0].Tombstoned, runs[1].Tombstoned, runs[2].Tombstoned)
 	if span < 20 {
-		t.Errorf("the drain's middle took %.1f s, want at least 20 to measure its rate", span)
+		t.Errorf("the claims' middle took %.1f s, want at least 20 to measure their rate", span)
 	}
 	if rate > budget*1.05 || rate < budget*0.95 {
-		t.Errorf("three processes drained at %.0f pastes/s together, want %d within 5%%", rate, budget)
+		t.Errorf("three processes claimed at %.0f pastes/s together, want %d within 5%%", rate, budget)
 	}
 	lo, hi := runs[0].Tombstoned, runs[0].Tombstoned
 	for _, r := range runs {
@@ -119,48 +123,62 @@ func cleanupProcess(t *testing.T, env map[string]string) store.Run {
 	return r
 }
 
-// steadyRate is the drain's rate over its middle: from the finishing transaction that starts after
-// the first share edge of the cleaned pastes to the one that starts after the last share edge,
-// the pastes finished from the first up to the last over the time between their starts (each
-// batch's tombstones carry its transaction's start). The edges are left out because they measure
-// something else: the first batch is paid from the bucket's burst, and the last ones finish after
-// the claims that the budget paced, later the slower the machine finishes a batch.
+// logClaims keeps, in the test's own database, when each cleanup claim was made and how many
+// pastes it took: a claim's row lives only until its finish.
+func logClaims(t *testing.T, st *store.Store) {
+	t.Helper()
+	if _, err := st.Pool().Exec(context.Background(), `
+		CREATE TABLE claim_log (claimed_at timestamptz NOT NULL, pastes int NOT NULL);
+		CREATE FUNCTION log_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO claim_log VALUES (NEW.claimed_at, cardinality(NEW.codes));
+			RETURN NULL;
+		END $$;
+		CREATE TRIGGER log_claim AFTER INSERT ON cleanup_claims FOR EACH ROW EXECUTE FUNCTION log_claim()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// steadyRate is the claims' rate over their middle (logClaims): from the claim made after the
+// first edge share of the claimed pastes to the one made after the last edge share, the pastes
+// claimed from the first up to the last over the time between them. The edges are left out
+// because they measure something else: the first claims are paid from the bucket's burst, and the
+// last ones take what is left, fewer than a batch.
 func steadyRate(t *testing.T, st *store.Store, edge float64) (total int, span, rate float64) {
 	t.Helper()
 	rows, err := st.Pool().Query(context.Background(), `
-		SELECT extract(epoch FROM deleted_at)::float8, count(*)::int FROM tombstones
-		WHERE deleted_reason = 'expired' GROUP BY deleted_at ORDER BY deleted_at`)
+		SELECT extract(epoch FROM claimed_at)::float8, pastes FROM claim_log ORDER BY claimed_at`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type batch struct {
+	type claim struct {
 		at float64
 		n  int
 	}
-	var batches []batch
-	var b batch
-	if _, err := pgx.ForEachRow(rows, []any{&b.at, &b.n}, func() error {
-		batches, total = append(batches, b), total+b.n
+	var claims []claim
+	var c claim
+	if _, err := pgx.ForEachRow(rows, []any{&c.at, &c.n}, func() error {
+		claims, total = append(claims, c), total+c.n
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	first, last, done, counted := -1, -1, 0, 0
-	for i, b := range batches {
+	for i, c := range claims {
 		if first < 0 && float64(done) >= edge*float64(total) {
 			first = i
 		}
 		if first >= 0 && float64(done) <= (1-edge)*float64(total) {
 			last = i
 		}
-		done += b.n
+		done += c.n
 	}
 	if first < 0 || last <= first {
 		return total, 0, 0
 	}
-	for _, b := range batches[first:last] {
-		counted += b.n
+	for _, c := range claims[first:last] {
+		counted += c.n
 	}
-	span = batches[last].at - batches[first].at
+	span = claims[last].at - claims[first].at
 	return total, span, float64(counted) / span
 }
