@@ -19,16 +19,16 @@ import (
 
 // TestOneBudgetForThreeProcesses: three `pastebin cleanup` processes with a budget of 3,000
 // pastes/s (PASTEBIN_CLEANUP_MAX_RATE, the whole deployment's) claim one backlog together at
-// 3,000/s within 5%, measured over the claims' steady middle (steadyRate: more than 20 s), and
-// each takes a share within 20% of the others'. The budget paces the claims, and the rate is read
-// from them, from the first claim to the last, as the budget is stated: read from the finishing
+// 3,000/s within 5%, measured over the claims' steady middle (steadyRate: more than 20 s), and each
+// takes a share within 20% of the others'. The budget paces the claims, and the rate is read from
+// them, from the first claim to the last, as the budget is stated: read from the finishing
 // transactions instead, it counted the finishes' lag behind the claims too, which moves while make
-// test loads the machine (2,827 and 2,835 pastes/s in two make tests). The budget is a rate it enforces, not a speed:
-// the processes need a sixth of what the drain reaches unpaced on this machine, and each has three
-// workers, so that batches finishing slowly on a loaded machine (make test runs the soak and builds
-// an image beside it) do not hold its process's next claims: with two, a fresh clone's first make
-// test after the machine's restart drained at 2,828/s; a drain that could not keep up would fall
-// short of the budget, and the test say so.
+// test loads the machine (2,827 and 2,835 pastes/s in two make tests). The budget is a rate it
+// enforces, not a speed: the processes need a sixth of what the drain reaches unpaced on this
+// machine, and each has three workers, so that batches finishing slowly on a loaded machine (make
+// test runs the soak and builds an image beside it) do not hold its process's next claims: with
+// two, a fresh clone's first make test after the machine's restart drained at 2,828/s; a drain that
+// could not keep up would fall short of the budget, and the test say so.
 func TestOneBudgetForThreeProcesses(t *testing.T) {
 	t.Parallel()
 	const budget, processes, expired = 3000, 3, 90000
