@@ -140,7 +140,7 @@ func (c *controller) ease(now time.Time, dt, signal, aim float64) {
 	// is read against says the level was read high (a stall in its minute), not that there is more
 	// room than at the level. In run K the level read the minute before the drain, the load alone's
 	// p99 read 9.5 to 13.6 ms from minute to minute, the signal sat at 0.8 through the first
-	// climb, and the rate doubled every 19 s to 1.75 times the front's crossing
+	// climb, and the rate doubled every 19 s to 1.8 times the front's crossing
 	// (docs/heavyday-10m-k.md).
 	e := min(1, math.Log(aim/signal)/math.Log(aim))
 	c.rate *= math.Exp(e * dt * math.Ln2 / doubling.Seconds())
