@@ -158,8 +158,7 @@ func writeFrontPlot(path string, rep *report) error {
 
 // frontLine is the front's points in the order of their rates.
 func frontLine(points []frontPoint) (rates, ratios []float64) {
-	slices.SortFunc(points, func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
-	for _, pt := range points {
+	for _, pt := range byRate(points) {
 		rates, ratios = append(rates, pt.rate), append(ratios, pt.ratio)
 	}
 	return rates, ratios

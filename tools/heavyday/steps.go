@@ -136,7 +136,7 @@ func (rep *report) windowBaseline() float64 {
 // frontAt is the front's reading at rate: between two steps, on the logarithm of the rate as
 // bestOnFront's crossing is; NaN outside the steps' rates.
 func frontAt(points []frontPoint, rate float64) float64 {
-	sorted := slices.SortedFunc(slices.Values(points), func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
+	sorted := byRate(points)
 	for i := 0; i+1 < len(sorted); i++ {
 		p, q := sorted[i], sorted[i+1]
 		if p.rate <= rate && rate <= q.rate && q.rate > p.rate {
@@ -255,9 +255,7 @@ func front(steps []stepResult, level levelOf, budget float64) []frontPoint {
 // highest step that meets it, and where the line to the next step crosses the budget (on the
 // logarithm of the rate, between two measured points), or the step's own rate if none follows.
 func bestOnFront(points []frontPoint, budget float64) (step, crossing float64) {
-	sorted := slices.SortedFunc(slices.Values(points), func(a, b frontPoint) int {
-		return cmpFloat(a.rate, b.rate)
-	})
+	sorted := byRate(points)
 	for i, p := range sorted {
 		if !p.meetsBound {
 			continue
@@ -270,6 +268,11 @@ func bestOnFront(points []frontPoint, budget float64) (step, crossing float64) {
 		}
 	}
 	return step, crossing
+}
+
+// byRate is points sorted by their drain rate, the order both readings of the front interpolate in.
+func byRate(points []frontPoint) []frontPoint {
+	return slices.SortedFunc(slices.Values(points), func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
 }
 
 func cmpFloat(a, b float64) int {
