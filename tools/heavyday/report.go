@@ -110,7 +110,10 @@ func writeTargets(w io.Writer, rep *report) {
 		row("unpaced: claim p99 under 50 ms", msf(all.quantile(0.99)), all.quantile(0.99) < 0.050)
 		if ts := tenths(d); len(ts) == 10 {
 			first, last := ts[0].pastes/ts[0].seconds, ts[9].pastes/ts[9].seconds
-			row("unpaced: last tenth within 25% of the first",
+			// One-sided: what the target guards against is a drain that slows as the table empties.
+			// The seed makes the last tenths faster (their pastes mostly share content, so a batch
+			// decrements rather than frees: docs/performance.md), and that is not a miss.
+			row("unpaced: last tenth within 25% of the first (no slower than 0.75× of it)",
 				fmt.Sprintf("%.0f against %.0f pastes/s (%+.0f%%); claim p99 %s against %s", last, first, 100*(last/first-1),
 					msf(ts[9].claim.quantile(0.99)), msf(ts[0].claim.quantile(0.99))), last >= 0.75*first)
 		}
