@@ -210,6 +210,9 @@ func writeFront(w io.Writer, rep *report) {
 	step, crossing := bestOnFront(rep.frontOf(ownLevel), budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
+	_, fitted := bestOnFront(monotone(rep.frontOf(ownLevel), budget), budget)
+	fmt.Fprintf(w, " Fitted to the plant's shape, never falling as the rate rises (adjacent steps out of that order "+
+		"pooled to their mean ratio), it crosses at %.0f.", fitted)
 	if math.IsNaN(baseline) {
 		// A report written between the steps and the paced window, which measures its baseline.
 		fmt.Fprintf(w, " The last columns wait for the paced window's baseline.\n\n")
@@ -221,8 +224,9 @@ func writeFront(w io.Writer, rep *report) {
 		settled := settledRate(d)
 		fmt.Fprintf(w, " The controller's point: %.0f pastes/s over the paced window's second half (%.0f over all %s, its climb "+
 			"from the floor included) at %.2f× over the whole window, %+.0f%% of the crossing (%+.0f%% of the one against the "+
-			"window's baseline); at that rate 10 million pastes take %.1f hours.",
-			settled, d.rate(), secs(d.seconds), d.usersRatio(), 100*(settled/crossing-1), 100*(settled/crossingOne-1), 10e6/settled/3600)
+			"window's baseline, %+.0f%% of the fitted one); at that rate 10 million pastes take %.1f hours.",
+			settled, d.rate(), secs(d.seconds), d.usersRatio(), 100*(settled/crossing-1), 100*(settled/crossingOne-1),
+			100*(settled/fitted-1), 10e6/settled/3600)
 	}
 	fmt.Fprintf(w, " Plotted in `front.png`.\n\n")
 }

@@ -76,6 +76,34 @@ func TestBestOnFront(t *testing.T) {
 	}
 }
 
+// TestMonotoneFront: steps out of the plant's order are pooled to their mean, so that run K's
+// front (own levels: 1.82× at 3,000 pastes/s, then 1.49× at 4,000) crosses the budget between
+// 2,000 and the pooled pair, not at the step that read low; a front already in order is unchanged.
+func TestMonotoneFront(t *testing.T) {
+	k := []frontPoint{{rate: 250, ratio: 1.05}, {rate: 10863, ratio: 7.28}, {rate: 1000, ratio: 1.04},
+		{rate: 2000, ratio: 1.38}, {rate: 3000, ratio: 1.82}, {rate: 4000, ratio: 1.49}}
+	fit := monotone(k, 1.5)
+	want := []float64{1.045, 1.045, 1.38, 1.655, 1.655, 7.28}
+	for i, p := range fit {
+		if math.Abs(p.ratio-want[i]) > 1e-9 || p.meetsBound != (want[i] <= 1.5) {
+			t.Errorf("step %d at %.0f pastes/s: %.3f (within: %v), want %.3f", i, p.rate, p.ratio, p.meetsBound, want[i])
+		}
+	}
+	// 2,000 × 1.5^((1.5 − 1.38) / (1.655 − 1.38)): 2,387.
+	if step, crossing := bestOnFront(fit, 1.5); step != 2000 || math.Abs(crossing-2387) > 1 {
+		t.Errorf("run K's front fitted: step %.0f, crossing %.0f; want 2000 and 2387", step, crossing)
+	}
+	if k[4].ratio != 1.82 {
+		t.Errorf("monotone changed its caller's points")
+	}
+	inOrder := []frontPoint{{rate: 250, ratio: 1.0}, {rate: 1000, ratio: 1.1}, {rate: 4000, ratio: 1.7}}
+	for i, p := range monotone(inOrder, 1.5) {
+		if p.ratio != inOrder[i].ratio {
+			t.Errorf("a front in order: step %d fitted to %v, want %v", i, p.ratio, inOrder[i].ratio)
+		}
+	}
+}
+
 // TestWindowedP99: a baseline's p99 is the median of its windows' p99s, so that one slow window of a
 // ten-minute baseline weighs as it would in one of a minute-long step, and no more.
 func TestWindowedP99(t *testing.T) {
@@ -197,7 +225,8 @@ func TestPacedTargets(t *testing.T) {
 	var buf bytes.Buffer
 	writeFront(&buf, rep)
 	writeReplay(&buf, rep)
-	for _, want := range []string{"The controller's point: 3800 pastes/s", "-40% of the crossing (-13% of the one against the window's baseline)",
+	for _, want := range []string{"The controller's point: 3800 pastes/s", "-40% of the crossing (-13% of the one against the window's baseline, -40% of the fitted one)",
+		"pooled to their mean ratio), it crosses at 6350.",
 		"| 8000/s, batches of 100 | 8000 |",
 		"| unlimited | 16000 | 20.0 ms | 20.0 ms | 10.0 ms | 2.00× | no | 5.00× | no |",
 		// 3800/s lies 0.96 of the way from 1000/s (1×) to 4000/s (1.25×) on the log of the rate.

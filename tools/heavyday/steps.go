@@ -270,6 +270,38 @@ func bestOnFront(points []frontPoint, budget float64) (step, crossing float64) {
 	return step, crossing
 }
 
+// monotone is the front fitted to the one shape the plant can have: more drain on the same
+// database never makes the users faster, so a step that reads under a slower one reads the
+// machine's noise. Each run of adjacent steps out of that order is pooled to its mean ratio (pool
+// adjacent violators: the least-squares fit that never falls), so no one step's noise sets the
+// crossing alone, as the step at 4,000 pastes/s did in run K (docs/heavyday-10m-k.md). Only the
+// ratios are fitted; a point's p50 and p99 stay as measured.
+func monotone(points []frontPoint, budget float64) []frontPoint {
+	type pool struct {
+		sum float64
+		n   int
+	}
+	mean := func(p pool) float64 { return p.sum / float64(p.n) }
+	out := byRate(points)
+	var pools []pool
+	for _, p := range out {
+		pools = append(pools, pool{p.ratio, 1})
+		for k := len(pools) - 1; k > 0 && mean(pools[k-1]) > mean(pools[k]); k-- {
+			pools[k-1] = pool{pools[k-1].sum + pools[k].sum, pools[k-1].n + pools[k].n}
+			pools = pools[:k]
+		}
+	}
+	i := 0
+	for _, p := range pools {
+		for range p.n {
+			out[i].ratio = mean(p)
+			out[i].meetsBound = out[i].ratio <= budget
+			i++
+		}
+	}
+	return out
+}
+
 // byRate is points sorted by their drain rate, the order both readings of the front interpolate in.
 func byRate(points []frontPoint) []frontPoint {
 	return slices.SortedFunc(slices.Values(points), func(a, b frontPoint) int { return cmpFloat(a.rate, b.rate) })
