@@ -58,6 +58,15 @@ const (
 	// budget raised to this power (1.5: 2.25), and aims at this share of that (1.5).
 	databaseBudgetPower = 2
 	databaseAimShare    = 0.5
+	// spreadSpan: the aim is lowered by how far the users' p99 over this span reads above the
+	// median of the controller's own signal over it (steering.spread): the heavy day's target is a
+	// p99 over ten minutes, which reads the upper quartile of the 30-s signal, not its median. In
+	// run L the signal's median read 1.39 after the first climb, its 75th percentile 1.52, and the
+	// window's p99 1.54.
+	spreadSpan = 5 * time.Minute
+	// lowestAimShare: however wide that spread, the aim stays at this share of the budget in log
+	// terms or more (budget 1.5: 1.2), where the measured fronts read at a few hundred pastes/s.
+	lowestAimShare = 0.45
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
@@ -83,12 +92,14 @@ type controller struct {
 	reason    string
 	signal    float64
 	source    string
+	spread    float64 // the users' p99 over spreadSpan against the signal's median over it; 1: none
+	aim       float64 // the signal's aim at the last step
 }
 
 func newController(p Pacing, floor, ceiling float64, now time.Time) *controller {
 	return &controller{budget: p.LatencyBudget, floor: min(floor, ceiling),
 		ceiling: ceiling, window: p.scaled(controllerWindow), scale: p.scaled, rate: min(floor, ceiling),
-		knee: math.Inf(1), last: now, reason: reasonNoSignal}
+		knee: math.Inf(1), last: now, reason: reasonNoSignal, spread: 1}
 }
 
 // step takes the signal at now (ok false: none this time) and the drain's throughput (pastes/s)
@@ -104,11 +115,12 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 		return c.rate
 	}
 	c.signal, c.source = signal, source
-	budget, aim := c.budget, math.Pow(c.budget, aimShare)
+	budget, aim := c.budget, c.usersAim()
 	if source == sourceDatabase {
 		budget = math.Pow(c.budget, databaseBudgetPower)
 		aim = math.Pow(budget, databaseAimShare)
 	}
+	c.aim = aim
 	if signal >= aim {
 		c.calmSince = now
 	}
@@ -125,6 +137,13 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 	}
 	c.clamp(throughput)
 	return c.rate
+}
+
+// usersAim is the aim for the users' signal: aimShare of the budget, lowered by the spread
+// between the p99 the users feel over minutes and the signal's median (a noisy signal held at
+// its aim puts the long p99 over it), and never under lowestAimShare of the budget.
+func (c *controller) usersAim() float64 {
+	return max(math.Pow(c.budget, lowestAimShare), math.Pow(c.budget, aimShare)/max(1, c.spread))
 }
 
 // ease moves the rate by the headroom under the aim, on the log scale: up under the aim, down

@@ -180,18 +180,19 @@ func (fixedRoster) Leave(context.Context, string) error         { return nil }
 
 // TestPacingLandsOnTheMeasuredFront: on the front measured on the heavy day at a million, with its
 // windows' noise and stalls and the users' latency answering the rate late, the controller climbs
-// from its floor for three minutes and then settles under the rate where the front crosses the
-// budget, with the users' p99 over the settled drain within budget of the baseline's: at 0.8 of
-// the crossing or more in the median of five runs, and at half or more in each (a run whose
-// baseline read low by chance steers by a signal that reads high throughout). The front is
-// shallow there (1.33 at 2,000 pastes/s, 1.5 at 2,360), so a few hundredths of noise in the signal
-// are a few hundred pastes/s.
+// from its floor for three minutes and then drains for ten (the heavy day's paced window) under
+// the rate where the front crosses the budget, with the users' p99 over those ten minutes within
+// budget of the baseline's in each of ten runs, at 0.7 of the crossing or more in the median run
+// and at half or more in each (a run whose baseline read low by chance steers by a signal that
+// reads high throughout). The front is shallow there (1.33 at 2,000 pastes/s, 1.5 at 2,360), so a
+// few hundredths of noise in the signal are a few hundred pastes/s. With the aim held at 1.44, not
+// lowered by the signal's spread, one of the ten read 1.53 (the median run: 0.83 of the crossing).
 func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 	t.Parallel()
 	var shares []float64
-	for seed := range uint64(5) {
+	for seed := range uint64(10) {
 		pl := measuredPlant(seed)
-		mean, r := newSimulation(t, pl, 2, autoPacing()).settle(3*time.Minute, 8*time.Minute)
+		mean, r := newSimulation(t, pl, 2, autoPacing()).settle(3*time.Minute, 10*time.Minute)
 		best := pl.best(1.5)
 		if mean < 0.5*best || mean > best {
 			t.Errorf("seed %d: settled at %.0f pastes/s on average, want within half under %.0f", seed, mean, best)
@@ -203,8 +204,8 @@ func TestPacingLandsOnTheMeasuredFront(t *testing.T) {
 		shares = append(shares, mean/best)
 	}
 	slices.Sort(shares)
-	if m := shares[len(shares)/2]; m < 0.8 {
-		t.Errorf("the median run settled at %.2f of the front's crossing, want at least 0.8", m)
+	if m := shares[len(shares)/2]; m < 0.7 {
+		t.Errorf("the median run settled at %.2f of the front's crossing, want at least 0.7", m)
 	}
 }
 
@@ -242,6 +243,19 @@ func TestPacingClimbsNoFasterThanAtItsLevel(t *testing.T) {
 		}
 		if math.Abs(c.rate-200) > 0.01 {
 			t.Errorf("signal %.1f: %.1f pastes/s a doubling time after the floor of 100, want 200", signal, c.rate)
+		}
+	}
+}
+
+// TestPacingAimLowersWithTheSpread: the users' aim is 1.44 (budget 1.5) with a steady signal,
+// lowered by the spread between the users' p99 over minutes and the signal's median, and never
+// under 1.2 however wide the spread.
+func TestPacingAimLowersWithTheSpread(t *testing.T) {
+	c := newController(autoPacing(), 100, math.Inf(1), time.Now())
+	for _, tc := range []struct{ spread, aim float64 }{{1, 1.44}, {0.9, 1.44}, {1.1, 1.309}, {1.5, 1.2}} {
+		c.spread = tc.spread
+		if got := c.usersAim(); math.Abs(got-tc.aim) > 0.001 {
+			t.Errorf("spread %.2f: aim %.3f, want %.3f", tc.spread, got, tc.aim)
 		}
 	}
 }

@@ -9,17 +9,17 @@ import (
 
 // metrics are the cleanup subsystem's Prometheus metrics.
 type metrics struct {
-	runs, runsFailed, batches, claimed, tombstoned prometheus.Counter
-	freed                                          prometheus.Counter
-	blobsDeleted, blobsFailed, reset, orphans      prometheus.Counter
-	unlocked, retries, repaired, pacedSeconds      prometheus.Counter
-	failures, slowdowns                            *prometheus.CounterVec
-	rateLimit, pacingSignal, pacingController      prometheus.Gauge
-	pacingReason                                   *prometheus.GaugeVec
-	claimSeconds, finishSeconds, blobDeleteSeconds prometheus.Histogram
-	backlog, backlogAge, inProgress, outboxDepth   prometheus.Gauge
-	outboxAge                                      prometheus.Gauge
-	reportsOpen, reportsAge                        prometheus.Gauge
+	runs, runsFailed, batches, claimed, tombstoned       prometheus.Counter
+	freed                                                prometheus.Counter
+	blobsDeleted, blobsFailed, reset, orphans            prometheus.Counter
+	unlocked, retries, repaired, pacedSeconds            prometheus.Counter
+	failures, slowdowns                                  *prometheus.CounterVec
+	rateLimit, pacingSignal, pacingAim, pacingController prometheus.Gauge
+	pacingReason                                         *prometheus.GaugeVec
+	claimSeconds, finishSeconds, blobDeleteSeconds       prometheus.Histogram
+	backlog, backlogAge, inProgress, outboxDepth         prometheus.Gauge
+	outboxAge                                            prometheus.Gauge
+	reportsOpen, reportsAge                              prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
@@ -54,6 +54,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		slowdowns:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_paced_total", Help: "Times the automatic pacing cut the deployment's rate, by reason, counted by the process that ran the controller."}, []string{"reason"}),
 		rateLimit:         gauge("rate_limit", "Pastes per second the whole deployment's drain may claim now (every replica draws from one budget); 0: no limit."),
 		pacingSignal:      gauge("pacing_signal_ratio", "Automatic pacing: the signal the controller steers by, a latency over its level before the drain (1: unchanged)."),
+		pacingAim:         gauge("pacing_aim_ratio", "Automatic pacing: where the controller holds its signal, under the budget by the signal's measured spread."),
 		pacingController:  gauge("pacing_controller", "1 while this process runs the controller that sets the deployment's rate."),
 		pacingReason:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pastebin_cleanup_pacing_reason", Help: "1 for why the deployment's drain runs at its rate now: max_rate, min_rate, rising, at_budget, over_budget or no_signal; none of them: no limit."}, []string{"reason"}),
 		claimSeconds:      latency("claim_seconds", "Time to claim one batch."),
@@ -75,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 	m.slowdowns.WithLabelValues(reasonOverBudget)
 	reg.MustRegister(m.runs, m.runsFailed, m.batches, m.claimed, m.tombstoned, m.freed, m.blobsDeleted, m.blobsFailed,
 		m.reset, m.orphans, m.unlocked, m.retries, m.repaired, m.pacedSeconds, m.failures, m.slowdowns,
-		m.rateLimit, m.pacingSignal, m.pacingController, m.pacingReason, m.claimSeconds, m.finishSeconds, m.blobDeleteSeconds,
+		m.rateLimit, m.pacingSignal, m.pacingAim, m.pacingController, m.pacingReason, m.claimSeconds, m.finishSeconds, m.blobDeleteSeconds,
 		m.backlog, m.backlogAge, m.inProgress, m.outboxDepth, m.outboxAge, m.reportsOpen, m.reportsAge)
 	return m
 }

@@ -196,6 +196,7 @@ func (p *pacer) publish() {
 	p.mu.Unlock()
 	p.metrics.rateLimit.Set(pc.Rate)
 	p.metrics.pacingSignal.Set(pc.Signal)
+	p.metrics.pacingAim.Set(pc.Aim)
 	for _, r := range allReasons {
 		p.metrics.pacingReason.WithLabelValues(r).Set(b2f(r == pc.Reason))
 	}

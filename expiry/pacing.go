@@ -112,6 +112,7 @@ type pace struct {
 	Rate       float64   `json:"rate"` // pastes/s for the whole deployment; 0: no limit
 	Reason     string    `json:"reason"`
 	Signal     float64   `json:"signal"` // the latency over its level before the drain
+	Aim        float64   `json:"aim"`    // where the controller holds the signal
 	Source     string    `json:"source"` // sourceUsers or sourceDatabase
 	Budget     float64   `json:"budget"`
 	Baseline   float64   `json:"baseline_seconds"` // the users' p99 before the drain; 0: unknown

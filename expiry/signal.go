@@ -49,17 +49,27 @@ func (s *signals) setBaseline(ctx context.Context, now time.Time) {
 // read returns the signal at now and where it came from; ok is false while neither source has
 // enough to say.
 func (s *signals) read(ctx context.Context, now time.Time) (ratio float64, source string, ok bool) {
-	if s.users != nil && s.baseline > 0 {
-		l, err := s.users.Read(ctx, now.Add(-s.window), now)
-		if err == nil && l.Total >= minUserRequests {
-			return l.Quantile(0.99) / s.baseline, sourceUsers, true
-		}
+	if r, ok := s.usersOver(ctx, now.Add(-s.window), now); ok {
+		return r, sourceUsers, true
 	}
 	current, low := s.finishes.excess(now, s.window, s.horizon)
 	if current > 0 && low > 0 {
 		return current / low, sourceDatabase, true
 	}
 	return 0, sourceDatabase, false
+}
+
+// usersOver is the users' p99 over (from, to] against their level before the drain; ok is false
+// when it is unknown or too few requests came.
+func (s *signals) usersOver(ctx context.Context, from, to time.Time) (ratio float64, ok bool) {
+	if s.users == nil || s.baseline <= 0 {
+		return 0, false
+	}
+	l, err := s.users.Read(ctx, from, to)
+	if err != nil || l.Total < minUserRequests {
+		return 0, false
+	}
+	return l.Quantile(0.99) / s.baseline, true
 }
 
 // finishLog keeps this process's finishing transactions' latencies, scaled to a full batch, for

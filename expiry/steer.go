@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"pastebin/cache"
@@ -21,6 +22,14 @@ type steering struct {
 	release func()
 	next    time.Time   // the controller's next step
 	claims  []claimMark // the deployment's claims over the last window, for its throughput
+	// readings are the users' signal over the last spreadSpan, for the aim's spread.
+	readings   []reading
+	spreadSpan time.Duration
+}
+
+type reading struct {
+	at    time.Time
+	ratio float64
 }
 
 type claimMark struct {
@@ -132,7 +141,7 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	}
 	window := p.cfg.scaled(controllerWindow)
 	st := &steering{signals: &signals{users: p.shared.Users, window: window, horizon: p.cfg.scaled(finishHorizon),
-		finishes: p.finishes}, release: release, next: now}
+		finishes: p.finishes}, release: release, next: now, spreadSpan: p.cfg.scaled(spreadSpan)}
 	st.ctl = newController(p.cfg, p.floor(), p.ceiling(), now)
 	var last pace
 	if p.shared.Pace != nil {
@@ -157,12 +166,15 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 	st.next = now.Add(p.cfg.scaled(controllerTick))
 	signal, source, ok := st.signals.read(ctx, now)
+	if ok && source == sourceUsers {
+		st.ctl.spread = st.spread(ctx, now, signal)
+	}
 	before, cutAt := st.ctl.reason, st.ctl.holdUntil
 	r := st.ctl.step(now, signal, source, ok, st.throughput(now, p.totalNow()))
 	if st.ctl.holdUntil != cutAt { // counted by the controller alone, not by every replica that follows
 		p.metrics.slowdowns.WithLabelValues(reasonOverBudget).Inc()
 	}
-	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Source: st.ctl.source,
+	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Aim: st.ctl.aim, Source: st.ctl.source,
 		Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began, At: now}
 	if math.IsInf(pc.Rate, 1) {
 		pc.Rate = 0
@@ -177,6 +189,32 @@ func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 		p.logger.InfoContext(ctx, "cleanup pacing", "rate", pc.Rate, "reason", pc.Reason, "signal", pc.Signal,
 			"source", pc.Source, "budget", pc.Budget)
 	}
+}
+
+// spread records the users' signal at now and returns how far their p99 over the readings'
+// span (spreadSpan, once the drain has run that long) reads above the median of the readings: 1
+// until they span two signal windows.
+func (st *steering) spread(ctx context.Context, now time.Time, signal float64) float64 {
+	st.readings = append(st.readings, reading{now, signal})
+	cut := 0
+	for cut < len(st.readings)-1 && now.Sub(st.readings[cut].at) >= st.spreadSpan {
+		cut++
+	}
+	st.readings = st.readings[cut:]
+	first := st.readings[0].at
+	if now.Sub(first) < 2*st.signals.window {
+		return 1
+	}
+	long, ok := st.signals.usersOver(ctx, first.Add(-st.signals.window), now)
+	if !ok {
+		return st.ctl.spread
+	}
+	ratios := make([]float64, len(st.readings))
+	for i, r := range st.readings {
+		ratios[i] = r.ratio
+	}
+	slices.Sort(ratios)
+	return max(1, long/ratios[len(ratios)/2])
 }
 
 // throughput is the deployment's claims per second over the last window, from the shared count.
