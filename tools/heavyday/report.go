@@ -47,9 +47,10 @@ func (b *bench) write(rep *report) error {
 func writeTimeline(path string, d *drainResult) error {
 	s := seriesOf(d, 1)
 	var buf bytes.Buffer
-	buf.WriteString("seconds,pastes_per_second,rate_limit,pacing_signal,claim_p99_ms,users_p99_ms\n")
+	buf.WriteString("seconds,pastes_per_second,rate_limit,pacing_signal,claim_p99_ms,users_p99_ms,pacing_aim\n")
 	for i := range s.t {
-		fmt.Fprintf(&buf, "%.0f,%.0f,%.0f,%.2f,%.1f,%.1f\n", s.t[i], s.rate[i], s.limit[i], s.signal[i], s.claimP99[i], s.fgP99[i])
+		fmt.Fprintf(&buf, "%.0f,%.0f,%.0f,%.2f,%.1f,%.1f,%.2f\n", s.t[i], s.rate[i], s.limit[i], s.signal[i], s.claimP99[i], s.fgP99[i],
+			s.aim[i])
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }

@@ -87,6 +87,7 @@ type sample struct {
 	claim, finish, s3        histogram
 	rateLimit                float64 // pastes/s the deployment's drain may claim (every replica says the same); 0: none
 	signal                   float64 // the automatic pacing's signal, a ratio to its level before the drain
+	aim                      float64 // where the pacing holds its signal
 	cuts                     float64 // times the automatic pacing cut the rate
 }
 
@@ -119,6 +120,7 @@ func scrape(ctx context.Context, rs []*replica) (sample, error) {
 		s.s3 = s.s3.plus(hist("pastebin_cleanup_blob_delete_seconds"))
 		s.rateLimit = max(s.rateLimit, value("pastebin_cleanup_rate_limit"))
 		s.signal = max(s.signal, value("pastebin_cleanup_pacing_signal_ratio"))
+		s.aim = max(s.aim, value("pastebin_cleanup_pacing_aim_ratio"))
 		if f := fams["pastebin_cleanup_paced_total"]; f != nil {
 			for _, m := range f.GetMetric() {
 				s.cuts += m.GetCounter().GetValue()

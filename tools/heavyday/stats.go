@@ -119,7 +119,7 @@ func (b *bench) s3Split(d *drainResult) (real, absent histogram) {
 // series is a drain's course over time, in windows of a few seconds: seconds since the start, the
 // cleanup rate, the claim's p99 and the foreground load's p99 (ms).
 type series struct {
-	t, rate, limit, signal, claimP99, fgP99 []float64
+	t, rate, limit, signal, aim, claimP99, fgP99 []float64
 }
 
 func seriesOf(d *drainResult, window int) series {
@@ -133,6 +133,7 @@ func seriesOf(d *drainResult, window int) series {
 		s.rate = append(s.rate, (z.tombstoned-a.tombstoned)/secs)
 		s.limit = append(s.limit, cmp.Or(z.rateLimit, math.NaN())) // 0: no limit, nothing to draw
 		s.signal = append(s.signal, z.signal)
+		s.aim = append(s.aim, z.aim)
 		s.claimP99 = append(s.claimP99, 1000*z.claim.minus(a.claim).quantile(0.99))
 		s.fgP99 = append(s.fgP99, p99Between(during, a.at, z.at))
 	}
