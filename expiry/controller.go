@@ -97,10 +97,16 @@ type controller struct {
 }
 
 func newController(p Pacing, floor, ceiling float64, now time.Time) *controller {
-	return &controller{budget: p.LatencyBudget, floor: min(floor, ceiling),
+	c := &controller{budget: p.LatencyBudget, floor: min(floor, ceiling),
 		ceiling: ceiling, window: p.scaled(controllerWindow), scale: p.scaled, rate: min(floor, ceiling),
 		knee: math.Inf(1), last: now, reason: reasonNoSignal, spread: 1}
+	c.aim = c.usersAim()
+	return c
 }
+
+// reachedAim says whether the signal has reached its aim since the drain began: its first climb
+// is over.
+func (c *controller) reachedAim() bool { return !c.calmSince.IsZero() }
 
 // step takes the signal at now (ok false: none this time) and the drain's throughput (pastes/s)
 // and returns the rate.
@@ -143,7 +149,11 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 // between the p99 the users feel over minutes and the signal's median (a noisy signal held at
 // its aim puts the long p99 over it), and never under lowestAimShare of the budget.
 func (c *controller) usersAim() float64 {
-	return max(math.Pow(c.budget, lowestAimShare), math.Pow(c.budget, aimShare)/max(1, c.spread))
+	spread := c.spread
+	if !(spread > 1) { // NaN too
+		spread = 1
+	}
+	return max(math.Pow(c.budget, lowestAimShare), math.Pow(c.budget, aimShare)/spread)
 }
 
 // ease moves the rate by the headroom under the aim, on the log scale: up under the aim, down

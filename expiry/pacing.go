@@ -113,6 +113,7 @@ type pace struct {
 	Reason     string    `json:"reason"`
 	Signal     float64   `json:"signal"` // the latency over its level before the drain
 	Aim        float64   `json:"aim"`    // where the controller holds the signal
+	Spread     float64   `json:"spread"` // the users' aim is lowered by this (controller.usersAim)
 	Source     string    `json:"source"` // sourceUsers or sourceDatabase
 	Budget     float64   `json:"budget"`
 	Baseline   float64   `json:"baseline_seconds"` // the users' p99 before the drain; 0: unknown

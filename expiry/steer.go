@@ -25,6 +25,7 @@ type steering struct {
 	// readings are the users' signal over the last spreadSpan, for the aim's spread.
 	readings   []reading
 	spreadSpan time.Duration
+	spreadNext time.Time // when the spread is read next
 }
 
 type reading struct {
@@ -152,6 +153,8 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	if !last.Began.IsZero() && now.Sub(last.At) < paceFresh {
 		st.began, st.signals.baseline = last.Began, last.Baseline
 		st.ctl.rate = min(max(last.Rate, st.ctl.floor), st.ctl.ceiling)
+		st.ctl.spread = max(1, last.Spread)
+		st.ctl.aim = st.ctl.usersAim()
 	} else {
 		st.began = now
 		st.signals.setBaseline(ctx, now)
@@ -166,7 +169,7 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 	st.next = now.Add(p.cfg.scaled(controllerTick))
 	signal, source, ok := st.signals.read(ctx, now)
-	if ok && source == sourceUsers {
+	if ok && source == sourceUsers && st.ctl.reachedAim() {
 		st.ctl.spread = st.spread(ctx, now, signal)
 	}
 	before, cutAt := st.ctl.reason, st.ctl.holdUntil
@@ -174,8 +177,8 @@ func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 	if st.ctl.holdUntil != cutAt { // counted by the controller alone, not by every replica that follows
 		p.metrics.slowdowns.WithLabelValues(reasonOverBudget).Inc()
 	}
-	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Aim: st.ctl.aim, Source: st.ctl.source,
-		Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began, At: now}
+	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Aim: st.ctl.aim, Spread: st.ctl.spread,
+		Source: st.ctl.source, Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began, At: now}
 	if math.IsInf(pc.Rate, 1) {
 		pc.Rate = 0
 	}
@@ -191,24 +194,28 @@ func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 	}
 }
 
-// spread records the users' signal at now and returns how far their p99 over the readings'
-// span (spreadSpan, once the drain has run that long) reads above the median of the readings: 1
-// until they span two signal windows.
+// spread records the users' signal at now, once the first climb is over (a climb's low readings
+// say nothing of the noise around the aim), and returns how far their p99 over the readings' span
+// (spreadSpan, once the drain has run that long) reads above the median of the readings. Until the
+// readings span two signal windows the spread stays as it was: 1, or the one a controller that
+// took over was handed. It is read again every third of a window: a read spans minutes of every
+// replica's latency windows.
 func (st *steering) spread(ctx context.Context, now time.Time, signal float64) float64 {
 	st.readings = append(st.readings, reading{now, signal})
 	cut := 0
-	for cut < len(st.readings)-1 && now.Sub(st.readings[cut].at) >= st.spreadSpan {
+	for cut < len(st.readings)-1 && now.Sub(st.readings[cut].at) > st.spreadSpan-st.signals.window {
 		cut++
 	}
 	st.readings = st.readings[cut:]
 	first := st.readings[0].at
-	if now.Sub(first) < 2*st.signals.window {
-		return 1
+	if now.Sub(first) < 2*st.signals.window || now.Before(st.spreadNext) {
+		return st.ctl.spread
 	}
 	long, ok := st.signals.usersOver(ctx, first.Add(-st.signals.window), now)
 	if !ok {
 		return st.ctl.spread
 	}
+	st.spreadNext = now.Add(st.signals.window / 3)
 	ratios := make([]float64, len(st.readings))
 	for i, r := range st.readings {
 		ratios[i] = r.ratio
