@@ -227,6 +227,8 @@ func TestPacedTargets(t *testing.T) {
 	writeReplay(&buf, rep)
 	for _, want := range []string{"The controller's point: 3800 pastes/s", "-40% of the crossing (-13% of the one against the window's baseline, -40% of the fitted one)",
 		"pooled to their mean ratio), it crosses at 6350.",
+		// 4 ms before the first three steps, 10 ms before the unlimited one.
+		"The load alone before the steps read 4.0 ms to 10.0 ms: it moved by 2.50×, more than the budget allows",
 		"| 8000/s, batches of 100 | 8000 |",
 		"| unlimited | 16000 | 20.0 ms | 20.0 ms | 10.0 ms | 2.00× | no | 5.00× | no |",
 		// 3800/s lies 0.96 of the way from 1000/s (1×) to 4000/s (1.25×) on the log of the rate.
