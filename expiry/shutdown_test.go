@@ -36,12 +36,10 @@ func TestShutdownDuringClaim(t *testing.T) {
 		done <- r
 	}()
 	storetest.WaitFor(t, "a claim waits for the claims' lock", func() bool {
-		// pg_locks holds every database's locks, and the tests running beside this one (this
-		// package's and, in make test, the other packages'), each in a database of its own, wait
-		// for their own claims' locks: only this test's database counts.
-		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
-			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND classid = $1::int::oid AND objid = $2::int::oid AND objsubid = 2 AND NOT granted`,
+		// The tests running beside this one (this package's and, in make test, the other
+		// packages') wait for their own claims' locks: only this test's database counts.
+		return storetest.LockWaiters(t, e.store.Pool(), `locktype = 'advisory'
+			AND classid = $1::int::oid AND objid = $2::int::oid AND objsubid = 2`,
 			store.ClaimLockClass, store.ClaimLockKey) > 0
 	})
 	stop()

@@ -69,11 +69,7 @@ func TestOneBudgetForThreeProcesses(t *testing.T) {
 		wg.Go(func() { runs[i] = cleanupProcess(t, env) })
 	}
 	storetest.WaitFor(t, "every process waiting for the table", func() bool {
-		// Every test database is a copy of one template, so its pastes table has the same oid in
-		// all of them: only this test's database counts.
-		return storetest.Count(t, st.Pool(), `SELECT count(DISTINCT pid) FROM pg_locks
-			WHERE database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			AND relation = 'pastes'::regclass AND NOT granted`) >= processes
+		return storetest.LockWaiters(t, st.Pool(), `relation = 'pastes'::regclass`) >= processes
 	})
 	if err := gate.Rollback(ctx); err != nil {
 		t.Fatal(err)

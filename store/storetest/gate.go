@@ -79,6 +79,17 @@ func (g *CommitGate) Open(t testing.TB) {
 	}
 }
 
+// LockWaiters counts the sessions of this test's database that wait for a lock matching where (a
+// condition on pg_locks' columns, with args). pg_locks holds every database's locks, and every test
+// database is a copy of one template, so its tables have the same oids in all of them: a test that
+// counted the waiters of the whole server would count the tests running beside it.
+func LockWaiters(t testing.TB, pool *pgxpool.Pool, where string, args ...any) int {
+	t.Helper()
+	return Count(t, pool, `SELECT count(DISTINCT pid) FROM pg_locks
+		WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND (`+where+`)`, args...)
+}
+
 // WaitFor polls cond until it holds, and fails the test if it does not within a minute.
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
