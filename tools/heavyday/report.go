@@ -208,13 +208,14 @@ func writeFront(w io.Writer, rep *report) {
 		fmt.Fprintf(w, "| %s | %.0f | %.1f ms | %.1f ms | %.1f ms | %.2f× | %s | %s | %s | %s | %d |\n", p.name(rep.cfg.batchSize),
 			p.rate, p.p50, p.p99, p.level, p.ratio, yesNo(p.meetsBound), ratio, within, msf(p.finishP50), statsOf(rep.steps[i].d.during).errors)
 	}
-	step, crossing := bestOnFront(rep.frontOf(ownLevel), budget)
+	own := rep.frontOf(ownLevel)
+	step, crossing := bestOnFront(own, budget)
 	fmt.Fprintf(w, "\nThe highest rate on the front within %.1f×: %.0f pastes/s measured, %.0f where the front crosses the budget "+
 		"(between two steps, on the logarithm of the rate).", budget, step, crossing)
-	_, fitted := bestOnFront(monotone(rep.frontOf(ownLevel), budget), budget)
+	_, fitted := bestOnFront(monotone(own, budget), budget)
 	fmt.Fprintf(w, " Fitted to the plant's shape, never falling as the rate rises (adjacent steps out of that order "+
 		"pooled to their mean ratio), it crosses at %.0f.", fitted)
-	writeLevels(w, rep.frontOf(ownLevel), budget)
+	writeLevels(w, own, budget)
 	if math.IsNaN(baseline) {
 		// A report written between the steps and the paced window, which measures its baseline.
 		fmt.Fprintf(w, " The last columns wait for the paced window's baseline.\n\n")
