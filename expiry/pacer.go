@@ -217,7 +217,7 @@ func (p *pacer) state() store.RunPacing {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := store.RunPacing{Mode: p.cfg.Mode, Reason: p.current.Reason, Signal: p.current.Signal,
-		Source: p.current.Source, Controller: p.current.Controller, WaitedSeconds: p.waited.Seconds()}
+		Aim: p.current.Aim, Source: p.current.Source, Controller: p.current.Controller, WaitedSeconds: p.waited.Seconds()}
 	if s.Mode == PacingOff && p.cfg.MaxRate > 0 {
 		s.Mode = reasonMaxRate
 	}

@@ -2,6 +2,7 @@ package expiry
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -92,8 +93,9 @@ func TestPacingSlowsAndRecovers(t *testing.T) {
 
 	cancel()
 	r := <-done
-	if r.Pacing.Mode != PacingAuto || r.Pacing.WaitedSeconds <= 0 || r.Pacing.Source != sourceDatabase {
-		t.Errorf("report's pacing %+v, want auto, steered by the database, with time waited", r.Pacing)
+	// The finishing latency's budget is the budget squared (2.25), and its aim half of that in log terms.
+	if r.Pacing.Mode != PacingAuto || r.Pacing.WaitedSeconds <= 0 || r.Pacing.Source != sourceDatabase || math.Abs(r.Pacing.Aim-1.5) > 1e-9 {
+		t.Errorf("report's pacing %+v, want auto, steered by the database, aiming at 1.5, with time waited", r.Pacing)
 	}
 	a := e.audit() // the seed's blobs were never uploaded: only the database's invariants apply
 	if len(a.RefMismatches) > 0 || len(a.Unreferenced) > 0 || a.LiveWithout > 0 {

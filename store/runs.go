@@ -57,6 +57,7 @@ type RunPacing struct {
 	RateLimit     *float64 `json:"rate_limit"`     // pastes/s for the whole deployment now; null: no limit
 	Reason        string   `json:"reason"`         // why the rate is what it is: max_rate, min_rate, rising, at_budget, over_budget, no_signal
 	Signal        float64  `json:"signal"`         // auto: the latency steered by, over its level before the drain
+	Aim           float64  `json:"aim"`            // auto: where the controller holds the signal, under the budget
 	Source        string   `json:"source"`         // auto: users (their p99) or database (the finishing transaction)
 	Controller    string   `json:"controller"`     // auto: the process that runs the controller
 	WaitedSeconds float64  `json:"waited_seconds"` // time this run's workers waited for the budget, summed
@@ -77,6 +78,9 @@ func (p RunPacing) String() string {
 			what = "finishing latency"
 		}
 		s += fmt.Sprintf(", %s %.2f× before", what, p.Signal)
+		if p.Aim > 0 {
+			s += fmt.Sprintf(" (aim %.2f×)", p.Aim)
+		}
 	}
 	return s
 }
@@ -111,14 +115,14 @@ func (s *Store) UpdateRun(ctx context.Context, id int64, st RunState, finish boo
 		       blobs_deleted = $6, blobs_failed = $7, purged = $8, batches = $9, errors = $10, last_error = $11,
 		       batches_retried = $13, content_repaired = $14, repaired_hashes = $15,
 		       pacing = $16, rate_limit = $17, paced_reason = $18, paced_seconds = $19,
-		       pacing_signal = $20, pacing_source = $21, pacing_controller = $22,
+		       pacing_signal = $20, pacing_source = $21, pacing_controller = $22, pacing_aim = $23,
 		       heartbeat_at = now(),
 		       finished_at = CASE WHEN $12 THEN now() END,
 		       status = CASE WHEN NOT $12 THEN 'running' WHEN $11 = '' THEN 'finished' ELSE 'failed' END
 		WHERE id = $1`,
 		id, c.ResetStuck, c.Claimed, c.Tombstoned, c.ContentFreed, c.BlobsDeleted, c.BlobsFailed, c.Purged,
 		c.Batches, c.Errors, st.LastError, finish, c.BatchesRetried, c.ContentRepaired, hashBytes(st.RepairedHashes),
-		p.Mode, p.RateLimit, p.Reason, p.WaitedSeconds, p.Signal, p.Source, p.Controller)
+		p.Mode, p.RateLimit, p.Reason, p.WaitedSeconds, p.Signal, p.Source, p.Controller, p.Aim)
 	if err != nil {
 		return fmt.Errorf("update run %d: %w", id, err)
 	}
@@ -138,7 +142,7 @@ const runColumns = `id, trigger, host,
 	started_at, finished_at, heartbeat_at,
 	extract(epoch FROM coalesce(finished_at, now()) - started_at)::float8, workers, reset_stuck, claimed, tombstoned, content_freed,
 	blobs_deleted, blobs_failed, purged, batches, errors, batches_retried, content_repaired, repaired_hashes,
-	pacing, rate_limit, paced_reason, paced_seconds, pacing_signal, pacing_source, pacing_controller, last_error`
+	pacing, rate_limit, paced_reason, paced_seconds, pacing_signal, pacing_source, pacing_controller, pacing_aim, last_error`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -147,7 +151,7 @@ func scanRun(row pgx.Row) (Run, error) {
 	err := row.Scan(&r.ID, &r.Trigger, &r.Host, &r.Status, &r.StartedAt, &r.FinishedAt, &r.HeartbeatAt,
 		&r.Duration, &r.Workers, &c.ResetStuck, &c.Claimed, &c.Tombstoned, &c.ContentFreed, &c.BlobsDeleted,
 		&c.BlobsFailed, &c.Purged, &c.Batches, &c.Errors, &c.BatchesRetried, &c.ContentRepaired, &hashes,
-		&p.Mode, &p.RateLimit, &p.Reason, &p.WaitedSeconds, &p.Signal, &p.Source, &p.Controller, &r.LastError)
+		&p.Mode, &p.RateLimit, &p.Reason, &p.WaitedSeconds, &p.Signal, &p.Source, &p.Controller, &p.Aim, &r.LastError)
 	r.RepairedHashes = make([]HexHash, len(hashes))
 	for i, h := range hashes {
 		r.RepairedHashes[i] = h

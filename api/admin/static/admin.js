@@ -27,6 +27,7 @@
     if (p.source && p.signal > 0) {
       const what = p.source === "database" ? "finishing latency" : "users' p99";
       s += ", " + what + " " + p.signal.toFixed(2) + "× before";
+      if (p.aim > 0) s += " (aim " + p.aim.toFixed(2) + "×)";
     }
     return s;
   }
