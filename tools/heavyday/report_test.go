@@ -201,11 +201,14 @@ func TestPacedTargets(t *testing.T) {
 	heavy := drainAt(append(steady(200, 30), steady(3800, 90)...), load(120, 20, constant(5*time.Millisecond)))
 	heavy.baseline = load(120, 20, constant(4*time.Millisecond))
 	rep.heavy = heavy
-	var lines []string
-	writePacedTargets(rep, func(target, measured string, met bool) {
-		lines = append(lines, target+" | "+measured+" | "+yesNo(met))
-	})
-	text := strings.Join(lines, "\n")
+	pacedTargets := func() []string {
+		var lines []string
+		writePacedTargets(rep, func(target, measured string, v verdict) {
+			lines = append(lines, target+" | "+measured+" | "+string(v))
+		})
+		return lines
+	}
+	text := strings.Join(pacedTargets(), "\n")
 	for _, want := range []string{
 		"users' p99 over the window ≤ 1.5× the baseline's, over as long | 5.0 ms against 4.0 ms: 1.25× | yes",
 		"zero foreground errors | 0 of 2400 | yes",
@@ -213,13 +216,20 @@ func TestPacedTargets(t *testing.T) {
 		// to 16000/s (2×), on the log of the rate; against the window's baseline, a fifteenth of the
 		// way to 16000/s at 5×.
 		"3800 against 6350 pastes/s: -40% (every step against the window's baseline: 4387, -13%;",
-		"| no\n",
+		// The load alone read 4 ms before three steps and 10 ms before the last: the crossing is the day's.
+		"the load alone before the steps moved by 2.50×, more than the budget | not judged\n",
 		"10 million pastes cleaned before morning (6 hours) at that rate | 0.7 hours | yes",
 	} {
 		if !strings.Contains(text+"\n", want) {
 			t.Errorf("the paced targets lack %q:\n%s", want, text)
 		}
 	}
+	// With the last step's level at 5 ms the levels moved by 1.25×, within the budget: the rate is judged.
+	rep.steps[3].d.baseline = load(10, 20, constant(5*time.Millisecond))
+	if rate := pacedTargets()[2]; !strings.HasSuffix(rate, "| **no**") || strings.Contains(rate, "moved by") {
+		t.Errorf("a front whose levels moved within the budget, the rate target: %s", rate)
+	}
+	rep.steps[3].d.baseline = load(10, 20, constant(10*time.Millisecond))
 	rep.replay = &stepResult{stepSpec: stepSpec{3800, 1000}, d: drainAt(steady(3800, 10), load(10, 20, constant(6*time.Millisecond)))}
 	rep.replay.d.baseline = load(10, 20, constant(5*time.Millisecond))
 	var buf bytes.Buffer
