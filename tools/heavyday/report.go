@@ -244,6 +244,9 @@ func writeFront(w io.Writer, rep *report) {
 // writeLevels says how far the steps' levels, the load alone before each, moved from step to step:
 // where they moved by more than the budget allows the drain, the front reads the day's moves as
 // much as the drain's (run M: 19 to 51 ms, every step up to 4,000 pastes/s under its level).
+// Otherwise it says what their spread is worth in the crossing: near the budget the front is
+// shallow (run N: 1.23× a doubling of the rate), so a level a few hundredths off moves the
+// crossing by far more than the rate target's 15%.
 func writeLevels(w io.Writer, points []frontPoint, budget float64) {
 	if len(points) < 2 {
 		return
@@ -255,7 +258,37 @@ func writeLevels(w io.Writer, points []frontPoint, budget float64) {
 			"moves as much as the drain's, and this day cannot place the controller on it.", hi/lo)
 		return
 	}
-	fmt.Fprintf(w, ".")
+	spread := levelsSpread(points)
+	fmt.Fprintf(w, ", a standard deviation of %.0f%% of their mean: with every level that much lower, the front would "+
+		"cross the budget at %.0f pastes/s, and that much higher, at %.0f.", 100*spread,
+		crossingWithLevels(points, 1-spread, budget), crossingWithLevels(points, 1+spread, budget))
+}
+
+// levelsSpread is the steps' levels' standard deviation as a share of their mean.
+func levelsSpread(points []frontPoint) float64 {
+	var sum, sq float64
+	for _, p := range points {
+		sum += p.level
+	}
+	mean := sum / float64(len(points))
+	for _, p := range points {
+		sq += (p.level - mean) * (p.level - mean)
+	}
+	return math.Sqrt(sq/float64(len(points)-1)) / mean
+}
+
+// crossingWithLevels is where the front would cross the budget were every step's level k times
+// what was measured.
+func crossingWithLevels(points []frontPoint, k, budget float64) float64 {
+	moved := make([]frontPoint, len(points))
+	for i, p := range points {
+		p.level *= k
+		p.ratio = p.p99 / p.level
+		p.meetsBound = p.ratio <= budget
+		moved[i] = p
+	}
+	_, crossing := bestOnFront(moved, budget)
+	return crossing
 }
 
 // levelsRange is the lowest and highest of the steps' levels (ms); one step, or none, moved nothing.

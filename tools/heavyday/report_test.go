@@ -229,6 +229,14 @@ func TestPacedTargets(t *testing.T) {
 	if rate := pacedTargets()[2]; !strings.HasSuffix(rate, "| **no**") || strings.Contains(rate, "moved by") {
 		t.Errorf("a front whose levels moved within the budget, the rate target: %s", rate)
 	}
+	// Its levels on the front, 4, 4 and 5 ms, spread by 13%: 0.87 of them reads the step at 4000/s at
+	// 1.44×, 1.13 of them at 1.10×, and the front crosses a fiftieth and a sixth of the way to 16000/s.
+	var levels bytes.Buffer
+	writeFront(&levels, rep)
+	if want := "The load alone before the steps read 4.0 ms to 5.0 ms, a standard deviation of 13% of their mean: " +
+		"with every level that much lower, the front would cross the budget at 4102 pastes/s, and that much higher, at 5018."; !strings.Contains(levels.String(), want) {
+		t.Errorf("the front's section lacks %q:\n%s", want, levels.String())
+	}
 	rep.steps[3].d.baseline = load(10, 20, constant(10*time.Millisecond))
 	rep.replay = &stepResult{stepSpec: stepSpec{3800, 1000}, d: drainAt(steady(3800, 10), load(10, 20, constant(6*time.Millisecond)))}
 	rep.replay.d.baseline = load(10, 20, constant(5*time.Millisecond))
