@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"pastebin/store"
 	"pastebin/store/storetest"
 )
 
@@ -147,4 +149,44 @@ func (b *tab) waitTextLong(sel, want string) string {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return got
+}
+
+// TestBrowserConsoleShowsThePacing: a run's page says how the deployment's drain is paced, the
+// signal and the aim the controller holds it under, and its script, which follows a running run,
+// says it as the server does.
+func TestBrowserConsoleShowsThePacing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withAdmin(adminToken, 2))
+	b := newTab(t, e)
+	signIn(t, b)
+	ctx := context.Background()
+	id, err := e.store.StartRun(ctx, "test", "replica-1", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate := 1200.0
+	report := func(signal float64, finish bool) {
+		t.Helper()
+		st := store.RunState{Pacing: store.RunPacing{Mode: "auto", RateLimit: &rate, Reason: "at_budget", Signal: signal,
+			Aim: 1.44, Source: "users", Controller: "replica-1"}}
+		if err := e.store.UpdateRun(ctx, id, st, finish); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report(1.38, false)
+	b.open(fmt.Sprintf("/admin/runs/%d", id))
+	if got, want := b.text(`[data-field="pacing"]`), "auto, 1200 pastes/s: at budget, users' p99 1.38× before (aim 1.44×)"; got != want {
+		t.Errorf("the run's page says %q, want %q", got, want)
+	}
+	// What the script writes now is its own reading of the run's JSON, in the same document.
+	eval[bool](b, `window.sameDocument = true`)
+	report(1.52, true)
+	const followed = "auto, 1200 pastes/s: at budget, users' p99 1.52× before (aim 1.44×)"
+	if got := b.waitText(`[data-field="pacing"]`, followed); got != followed {
+		t.Errorf("the page's script says %q, want %q", got, followed)
+	}
+	if got := b.waitText(`[data-field="status"]`, "finished"); got != "finished" || !eval[bool](b, `window.sameDocument === true`) {
+		t.Errorf("the run's page shows %q, want finished, without a reload", got)
+	}
+	b.clean()
 }
