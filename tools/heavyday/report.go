@@ -177,8 +177,12 @@ func writePacedTargets(rep *report, row func(string, string, verdict)) {
 		"the whole window, its climb from the floor included: %.0f)",
 		settled, best, 100*(settled/best-1), bestOne, 100*(settled/bestOne-1), d.rate())
 	v := judged(math.Abs(settled/best-1) <= 0.15)
-	if lo, hi := levelsRange(own); hi/lo > budget {
-		// The crossing is where the day's moves put it (writeLevels): nothing to hold the rate to.
+	// The crossing is where the day's moves put it (writeLevels): nothing to hold the rate to.
+	switch lo, hi := levelsRange(own); {
+	case !(lo > 0):
+		measured += "; the load alone before a step could not be read"
+		v = notJudged
+	case hi/lo > budget:
 		measured += fmt.Sprintf("; the load alone before the steps moved by %.2f×, more than the budget", hi/lo)
 		v = notJudged
 	}
@@ -252,6 +256,10 @@ func writeLevels(w io.Writer, points []frontPoint, budget float64) {
 		return
 	}
 	lo, hi := levelsRange(points)
+	if !(lo > 0) {
+		fmt.Fprintf(w, " The load alone before a step could not be read: the front cannot be placed.")
+		return
+	}
 	fmt.Fprintf(w, " The load alone before the steps read %s to %s", msf(lo/1000), msf(hi/1000))
 	if hi/lo > budget {
 		fmt.Fprintf(w, ": it moved by %.2f×, more than the budget allows the drain, so the front reads the day's "+
@@ -259,13 +267,17 @@ func writeLevels(w io.Writer, points []frontPoint, budget float64) {
 		return
 	}
 	spread := levelsSpread(points)
-	fmt.Fprintf(w, ", a standard deviation of %.0f%% of their mean: with every level that much lower, the front would "+
-		"cross the budget at %.0f pastes/s, and that much higher, at %.0f.", 100*spread,
+	fmt.Fprintf(w, ", a (sample) standard deviation of %.0f%% of their mean: with every level that much lower, the "+
+		"front would cross the budget %s, and that much higher, %s.", 100*spread,
 		crossingWithLevels(points, 1-spread, budget), crossingWithLevels(points, 1+spread, budget))
 }
 
-// levelsSpread is the steps' levels' standard deviation as a share of their mean.
+// levelsSpread is the steps' levels' sample standard deviation as a share of their mean; 0 for
+// fewer than two.
 func levelsSpread(points []frontPoint) float64 {
+	if len(points) < 2 {
+		return 0
+	}
 	var sum, sq float64
 	for _, p := range points {
 		sum += p.level
@@ -277,9 +289,10 @@ func levelsSpread(points []frontPoint) float64 {
 	return math.Sqrt(sq/float64(len(points)-1)) / mean
 }
 
-// crossingWithLevels is where the front would cross the budget were every step's level k times
-// what was measured.
-func crossingWithLevels(points []frontPoint, k, budget float64) float64 {
+// crossingWithLevels says where the front would cross the budget were every step's level k times
+// what was measured: at a rate between two steps, or, where it would not cross between them, under
+// the slowest step or past the fastest.
+func crossingWithLevels(points []frontPoint, k, budget float64) string {
 	moved := make([]frontPoint, len(points))
 	for i, p := range points {
 		p.level *= k
@@ -287,11 +300,19 @@ func crossingWithLevels(points []frontPoint, k, budget float64) float64 {
 		p.meetsBound = p.ratio <= budget
 		moved[i] = p
 	}
+	sorted := byRate(moved)
+	switch slowest, fastest := sorted[0], sorted[len(sorted)-1]; {
+	case !slowest.meetsBound:
+		return fmt.Sprintf("under its slowest step (%.0f pastes/s)", slowest.rate)
+	case fastest.meetsBound:
+		return fmt.Sprintf("past its fastest step (%.0f pastes/s)", fastest.rate)
+	}
 	_, crossing := bestOnFront(moved, budget)
-	return crossing
+	return fmt.Sprintf("at %.0f pastes/s", crossing)
 }
 
-// levelsRange is the lowest and highest of the steps' levels (ms); one step, or none, moved nothing.
+// levelsRange is the lowest and highest of the steps' levels (ms): only their ratio says anything,
+// and with no steps it is 1.
 func levelsRange(points []frontPoint) (lo, hi float64) {
 	if len(points) == 0 {
 		return 1, 1

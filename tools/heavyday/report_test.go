@@ -233,8 +233,8 @@ func TestPacedTargets(t *testing.T) {
 	// 1.44×, 1.13 of them at 1.10×, and the front crosses a fiftieth and a sixth of the way to 16000/s.
 	var levels bytes.Buffer
 	writeFront(&levels, rep)
-	if want := "The load alone before the steps read 4.0 ms to 5.0 ms, a standard deviation of 13% of their mean: " +
-		"with every level that much lower, the front would cross the budget at 4102 pastes/s, and that much higher, at 5018."; !strings.Contains(levels.String(), want) {
+	if want := "The load alone before the steps read 4.0 ms to 5.0 ms, a (sample) standard deviation of 13% of their mean: " +
+		"with every level that much lower, the front would cross the budget at 4102 pastes/s, and that much higher, at 5018 pastes/s."; !strings.Contains(levels.String(), want) {
 		t.Errorf("the front's section lacks %q:\n%s", want, levels.String())
 	}
 	rep.steps[3].d.baseline = load(10, 20, constant(10*time.Millisecond))
@@ -318,6 +318,32 @@ func TestDefaultStepWarmup(t *testing.T) {
 		5_000_000: 90 * time.Second, 10_000_000: 3 * time.Minute} {
 		if got := defaultStepWarmup(pastes); got != want {
 			t.Errorf("defaultStepWarmup(%d) = %s, want %s", pastes, got, want)
+		}
+	}
+}
+
+// TestLevelsAtTheFrontsEnds: the levels' spread can move the crossing past either end of the
+// front, and a step without a level (an empty baseline) leaves nothing to place the controller by.
+func TestLevelsAtTheFrontsEnds(t *testing.T) {
+	point := func(rate, p99, level float64) frontPoint {
+		return frontPoint{rate: rate, p99: p99, level: level, ratio: p99 / level, meetsBound: p99/level <= 1.5}
+	}
+	for _, c := range []struct {
+		points []frontPoint
+		want   string
+	}{
+		// Levels 4, 4 and 5.5 ms (a spread of 19%): 0.81 of them puts the slowest step at 1.6×.
+		{[]frontPoint{point(1000, 5.2, 4), point(4000, 5.6, 4), point(16000, 22, 5.5)},
+			"with every level that much lower, the front would cross the budget under its slowest step (1000 pastes/s), and that much higher, at "},
+		// Every step far within the budget: 1.19 of the levels leaves the fastest within it too.
+		{[]frontPoint{point(1000, 4, 4), point(4000, 4.4, 4), point(16000, 7, 5)},
+			"and that much higher, past its fastest step (16000 pastes/s)."},
+		{[]frontPoint{point(1000, 4, 4), point(4000, 5, 0)}, "The load alone before a step could not be read"},
+	} {
+		var buf bytes.Buffer
+		writeLevels(&buf, c.points, 1.5)
+		if !strings.Contains(buf.String(), c.want) || strings.Contains(buf.String(), "NaN") {
+			t.Errorf("the levels of %v say %q, want %q", c.points, buf.String(), c.want)
 		}
 	}
 }
