@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,10 +38,19 @@ func testMarkGoneWhileClientThinksRedisDown(t *testing.T, kind cachetest.Kind) {
 	}
 
 	var down atomic.Bool
+	var mu sync.Mutex
+	refused := map[string]int{} // dials refused, by address
 	c := refusingCache(t, cachetest.URL(t, kind), prefix, cache.ClientOptions{
 		PoolSize: breakablePoolSize, MaxRetries: 1, DialerRetries: 1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond,
-	}, func(string) bool { return down.Load() })
+	}, func(addr string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if down.Load() {
+			refused[addr]++
+		}
+		return down.Load()
+	})
 	rdb := c.Client()
 	down.Store(true)
 	for _, code := range codes {
@@ -47,10 +58,28 @@ func testMarkGoneWhileClientThinksRedisDown(t *testing.T, kind cachetest.Kind) {
 			_ = rdb.Get(ctx, c.Key(code)).Err() // enough dial failures to open the breaker of its master
 		}
 	}
-	// The breaker's probe dials at once when it opens, then once a second: Redis must still refuse
-	// it. A probe scheduled late on a loaded machine (make test) found Redis back and closed the
-	// breaker before the check below. It holds for the second after the probe fails.
-	time.Sleep(200 * time.Millisecond)
+	// The breaker's probe dials at once when it opens, then once a second, and an open breaker
+	// dials nothing else: Redis must refuse a probe after the loop before it is back, or a probe
+	// scheduled late in a busy test binary (make test) finds it back and closes the breaker before
+	// the check below. Each breaker then holds for the second after its probe failed.
+	mu.Lock()
+	before := maps.Clone(refused)
+	mu.Unlock()
+	probed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for addr, n := range before {
+			if refused[addr] == n {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(5 * time.Second); !probed(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe of every open breaker within 5 s (refused dials before it: %v)", before)
+		}
+	}
 	down.Store(false)
 	for _, code := range codes {
 		if err := rdb.Get(ctx, c.Key(code)).Err(); err == nil {
