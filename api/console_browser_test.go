@@ -165,23 +165,23 @@ func TestBrowserConsoleShowsThePacing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate := 1200.0
-	report := func(signal float64, finish bool) {
+	report := func(reason string, signal float64, finish bool) {
 		t.Helper()
-		st := store.RunState{Pacing: store.RunPacing{Mode: "auto", RateLimit: &rate, Reason: "at_budget", Signal: signal,
+		st := store.RunState{Pacing: store.RunPacing{Mode: "auto", RateLimit: &rate, Reason: reason, Signal: signal,
 			Aim: 1.44, Source: "users", Controller: "replica-1"}}
 		if err := e.store.UpdateRun(ctx, id, st, finish); err != nil {
 			t.Fatal(err)
 		}
 	}
-	report(1.38, false)
+	report("at_budget", 1.38, false)
 	b.open(fmt.Sprintf("/admin/runs/%d", id))
 	if got, want := b.text(`[data-field="pacing"]`), "auto, 1200 pastes/s: at budget, users' p99 1.38× before (aim 1.44×)"; got != want {
 		t.Errorf("the run's page says %q, want %q", got, want)
 	}
 	// What the script writes now is its own reading of the run's JSON, in the same document.
 	eval[bool](b, `window.sameDocument = true`)
-	report(1.52, true)
-	const followed = "auto, 1200 pastes/s: at budget, users' p99 1.52× before (aim 1.44×)"
+	report("over_budget", 1.52, true)
+	const followed = "auto, 1200 pastes/s: over budget, users' p99 1.52× before (aim 1.44×)"
 	if got := b.waitText(`[data-field="pacing"]`, followed); got != followed {
 		t.Errorf("the page's script says %q, want %q", got, followed)
 	}

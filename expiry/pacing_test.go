@@ -93,7 +93,8 @@ func TestPacingSlowsAndRecovers(t *testing.T) {
 
 	cancel()
 	r := <-done
-	// The finishing latency's budget is the budget squared (2.25), and its aim half of that in log terms.
+	// The finishing latency's budget is the budget squared (2.25), and its aim half of that in log
+	// terms: the budget itself.
 	if r.Pacing.Mode != PacingAuto || r.Pacing.WaitedSeconds <= 0 || r.Pacing.Source != sourceDatabase || math.Abs(r.Pacing.Aim-1.5) > 1e-9 {
 		t.Errorf("report's pacing %+v, want auto, steered by the database, aiming at 1.5, with time waited", r.Pacing)
 	}

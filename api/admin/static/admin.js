@@ -18,7 +18,8 @@
     return seconds > 0 ? Math.round(n / seconds) + " pastes/s" : "–";
   }
 
-  // pacing says how the drain is paced, as store.RunPacing.String does.
+  // pacing says how the drain is paced, as store.RunPacing.String does (toFixed rounds an exact
+  // tie up where Go's %.2f rounds it to even: only a budget such as 1.125 would show it).
   function pacing(p) {
     if (!p) return undefined;
     if (p.rate_limit === null) return p.mode + ", no limit";
