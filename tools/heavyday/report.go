@@ -295,10 +295,7 @@ func levelsSpread(points []frontPoint) float64 {
 func crossingWithLevels(points []frontPoint, k, budget float64) string {
 	moved := make([]frontPoint, len(points))
 	for i, p := range points {
-		p.level *= k
-		p.ratio = p.p99 / p.level
-		p.meetsBound = p.ratio <= budget
-		moved[i] = p
+		moved[i] = p.against(k*p.level, budget)
 	}
 	sorted := byRate(moved)
 	switch slowest, fastest := sorted[0], sorted[len(sorted)-1]; {

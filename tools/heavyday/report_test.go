@@ -326,7 +326,7 @@ func TestDefaultStepWarmup(t *testing.T) {
 // front, and a step without a level (an empty baseline) leaves nothing to place the controller by.
 func TestLevelsAtTheFrontsEnds(t *testing.T) {
 	point := func(rate, p99, level float64) frontPoint {
-		return frontPoint{rate: rate, p99: p99, level: level, ratio: p99 / level, meetsBound: p99/level <= 1.5}
+		return frontPoint{rate: rate, p99: p99}.against(level, 1.5)
 	}
 	for _, c := range []struct {
 		points []frontPoint

@@ -222,6 +222,13 @@ type frontPoint struct {
 	meetsBound bool
 }
 
+// against is the point read against level (ms): its ratio, and whether that is within budget.
+func (p frontPoint) against(level, budget float64) frontPoint {
+	p.level, p.ratio = level, p.p99/level
+	p.meetsBound = p.ratio <= budget
+	return p
+}
+
 // levelOf is a step's users' p99 with no drain (ms), against which the front reads it.
 type levelOf func(stepResult) float64
 
@@ -243,10 +250,8 @@ func front(steps []stepResult, level levelOf, budget float64) []frontPoint {
 		st := statsOf(s.d.during)
 		last := s.d.samples[len(s.d.samples)-1]
 		p := frontPoint{stepSpec: s.stepSpec, rate: s.d.rate(), p50: float64(st.p50) / 1e6, p99: float64(st.p99) / 1e6,
-			level: level(s), finishP50: last.finish.minus(s.d.samples[0].finish).quantile(0.5)}
-		p.ratio = p.p99 / p.level
-		p.meetsBound = p.ratio <= budget
-		out = append(out, p)
+			finishP50: last.finish.minus(s.d.samples[0].finish).quantile(0.5)}
+		out = append(out, p.against(level(s), budget))
 	}
 	return out
 }
