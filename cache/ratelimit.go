@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -94,24 +95,39 @@ func NewLimiter(name string, rdb redis.UniversalClient, keyPrefix string, logger
 // Allow takes n tokens of key's allowance under limit, if they are there, and says so. With n 0 it
 // takes nothing and only looks (see Peek).
 func (l *Limiter) Allow(ctx context.Context, key string, limit Limit, n int) Verdict {
-	if l.redis == nil || time.Now().UnixNano() < l.localUntil.Load() {
+	if !l.inRedis() {
 		return l.allowLocally(key, limit, n)
 	}
 	rl := redis_rate.Limit{Rate: limit.Tokens, Burst: limit.burst(), Period: limit.Per}
 	// Not cut short by a caller that goes away: that would read as Redis failing.
 	res, err := l.redis.AllowN(context.WithoutCancel(ctx), l.keyPrefix+key, rl, n)
+	if !l.redisAnswered(err) {
+		return l.allowLocally(key, limit, n)
+	}
+	return Verdict{Allowed: res.Allowed > 0, Remaining: res.Remaining, RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter}
+}
+
+// inRedis says whether counts go to Redis now: there is one, and it has not failed within
+// redisRecheck.
+func (l *Limiter) inRedis() bool {
+	return l.redis != nil && time.Now().UnixNano() >= l.localUntil.Load()
+}
+
+// redisAnswered takes the outcome of a count in Redis: on an error the limiter counts in memory
+// for redisRecheck, and the outage is logged once.
+func (l *Limiter) redisAnswered(err error) bool {
 	if err != nil {
 		l.localUntil.Store(time.Now().Add(redisRecheck).UnixNano())
 		if l.outage.Failed() {
 			// Logged without a caller's context: the switch is the process's, not a request's.
 			l.logger.Warn("redis unavailable: rate limit counted in this process only", "limit", l.name, "err", err)
 		}
-		return l.allowLocally(key, limit, n)
+		return false
 	}
 	if l.outage.Succeeded() {
 		l.logger.Info("rate limit counted in redis again", "limit", l.name)
 	}
-	return Verdict{Allowed: res.Allowed > 0, Remaining: res.Remaining, RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter}
+	return true
 }
 
 // Peek says whether n tokens of key's allowance are there now, and if not when they will be,
@@ -128,19 +144,8 @@ func (l *Limiter) Peek(ctx context.Context, key string, limit Limit, n int) Verd
 }
 
 func (l *Limiter) allowLocally(key string, limit Limit, n int) Verdict {
-	every, burst := rate.Every(limit.interval()), limit.burst()
-	lim, ok := l.local.Get(key)
-	if !ok {
-		fresh := rate.NewLimiter(every, burst)
-		if lim, ok, _ = l.local.PeekOrAdd(key, fresh); !ok {
-			lim = fresh
-		}
-	}
+	lim, burst := l.localLimiter(key, limit), limit.burst()
 	now := time.Now()
-	if lim.Limit() != every || lim.Burst() != burst { // the caller changed its limit
-		lim.SetLimitAt(now, every)
-		lim.SetBurstAt(now, burst)
-	}
 	allowed := lim.AllowN(now, n)
 	tokens := lim.TokensAt(now)
 	v := Verdict{Allowed: allowed && n > 0, Remaining: max(0, int(tokens)), Local: true,
@@ -151,12 +156,96 @@ func (l *Limiter) allowLocally(key string, limit Limit, n int) Verdict {
 	return v
 }
 
+// localLimiter is key's limiter in this process's memory, at limit.
+func (l *Limiter) localLimiter(key string, limit Limit) *rate.Limiter {
+	every, burst := rate.Every(limit.interval()), limit.burst()
+	lim, ok := l.local.Get(key)
+	if !ok {
+		fresh := rate.NewLimiter(every, burst)
+		if lim, ok, _ = l.local.PeekOrAdd(key, fresh); !ok {
+			lim = fresh
+		}
+	}
+	if lim.Limit() != every || lim.Burst() != burst { // the caller changed its limit
+		now := time.Now()
+		lim.SetLimitAt(now, every)
+		lim.SetBurstAt(now, burst)
+	}
+	return lim
+}
+
+// Reservation is what Reserve says.
+type Reservation struct {
+	// Taken: the tokens are the caller's once Wait has passed. Not taken, nothing was counted, and
+	// Wait is how long until the queue is short enough to ask again.
+	Taken bool
+	Wait  time.Duration
+	Local bool // counted in this process's memory, Redis being away (see Verdict)
+}
+
+// Reserve takes n tokens of key's allowance under limit in the order callers ask, whether or not
+// they are there yet, and says when they are the caller's: callers are served first come, first
+// served. Allow serves instead whoever asks first once the tokens are there, which a process the
+// machine starves of processor time loses again and again. Where the tokens would come later than
+// most from now, Reserve takes none: the queue stays short, and a change of limit reaches it soon.
+func (l *Limiter) Reserve(ctx context.Context, key string, limit Limit, n int, most time.Duration) Reservation {
+	if !l.inRedis() {
+		return l.reserveLocally(key, limit, n, most)
+	}
+	res, err := reserveScript.Run(context.WithoutCancel(ctx), l.rdb, []string{l.keyPrefix + key},
+		limit.burst(), limit.interval().Seconds(), n, most.Seconds()).Slice()
+	if !l.redisAnswered(err) {
+		return l.reserveLocally(key, limit, n, most)
+	}
+	taken, _ := res[0].(int64)
+	seconds, _ := res[1].(string)
+	wait, err := strconv.ParseFloat(seconds, 64)
+	if err != nil {
+		wait = most.Seconds() // not seen: a reply of another shape waits as long as the queue may
+	}
+	return Reservation{Taken: taken == 1, Wait: time.Duration(wait * float64(time.Second))}
+}
+
+func (l *Limiter) reserveLocally(key string, limit Limit, n int, most time.Duration) Reservation {
+	now := time.Now()
+	r := l.localLimiter(key, limit).ReserveN(now, n)
+	if !r.OK() { // more than the burst: never there at once
+		return Reservation{Wait: most, Local: true}
+	}
+	d := r.DelayFrom(now)
+	if d > most {
+		r.CancelAt(now)
+		return Reservation{Wait: d - most, Local: true}
+	}
+	return Reservation{Taken: true, Wait: d, Local: true}
+}
+
+// reserveScript is GCRA as redis_rate counts it (the key holds the time, in seconds since 2017 by
+// Redis's clock, at which the whole burst is back), with the time always moved on by the tokens
+// taken, so that callers queue: KEYS[1] the key; ARGV burst, seconds a token takes, tokens, and the
+// most seconds a caller may wait. It answers {1, wait} with the tokens taken, or {0, how long until
+// the wait would be short enough} with none; the seconds as strings, which Redis keeps whole.
+var reserveScript = redis.NewScript(`
+local now = redis.call("TIME")
+now = (now[1] - 1483228800) + (now[2] / 1000000)
+local interval = tonumber(ARGV[2])
+local tat = math.max(tonumber(redis.call("GET", KEYS[1]) or now), now)
+local new_tat = tat + interval * tonumber(ARGV[3])
+local wait = new_tat - interval * tonumber(ARGV[1]) - now
+local most = tonumber(ARGV[4])
+if wait > most then
+  return {0, tostring(wait - most)}
+end
+redis.call("SET", KEYS[1], new_tat, "EX", math.ceil(new_tat - now))
+return {1, tostring(math.max(wait, 0))}
+`)
+
 // Refund gives key back n tokens that Allow took: attempts that were counted before they could be
 // judged, and turned out not to count, or work that was paid for and not done. They go where
 // Allow counted (Redis, or this process while Redis fails); a refund that fails leaves them
 // counted, which only errs on the side of the limit.
 func (l *Limiter) Refund(ctx context.Context, key string, limit Limit, n int) {
-	if l.redis == nil || time.Now().UnixNano() < l.localUntil.Load() {
+	if !l.inRedis() {
 		if lim, ok := l.local.Get(key); ok {
 			lim.AllowN(time.Now(), -n) // capped at the burst again by the next count
 		}

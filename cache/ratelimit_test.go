@@ -73,3 +73,44 @@ func TestLimiterWithoutRedis(t *testing.T) {
 		t.Errorf("100 at the raised rate: got %+v, want them within a second (at the old rate: 50 hours)", v)
 	}
 }
+
+// TestLimiterReserves: reservations queue in the order they are asked, whichever replica asks,
+// each served a token's time after the one before; one that would wait longer than its caller
+// allows takes nothing. Without Redis the process queues its own callers the same way.
+func TestLimiterReserves(t *testing.T) {
+	t.Parallel()
+	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
+		logger := slog.New(slog.DiscardHandler)
+		c, prefix := cachetest.NewOf(t, kind, logger)
+		a := cache.NewLimiter("drain", c.Client(), prefix, logger)
+		b := cache.NewLimiter("drain", c.Client(), prefix, logger) // another replica
+		testLimiterReserves(t, a, b, false)
+	})
+	t.Run("without redis", func(t *testing.T) {
+		t.Parallel()
+		l := cache.NewLimiter("drain", cachetest.Refused(t), "pbtest:", slog.New(slog.DiscardHandler))
+		testLimiterReserves(t, l, l, true)
+	})
+}
+
+func testLimiterReserves(t *testing.T, a, b *cache.Limiter, local bool) {
+	ctx := context.Background()
+	limit := cache.Limit{Tokens: 10, Per: time.Second} // a token every 100 ms, a burst of 10
+	const most = 2500 * time.Millisecond
+	// Asked within a few milliseconds of each other: the waits are the queue's, give or take that.
+	near := func(got, want time.Duration) bool { return got > want-100*time.Millisecond && got <= want }
+	for i, want := range []time.Duration{0, time.Second, 2 * time.Second} {
+		l := []*cache.Limiter{a, b}[i%2]
+		r := l.Reserve(ctx, "budget", limit, 10, most)
+		if !r.Taken || !near(r.Wait, want) || r.Local != local {
+			t.Fatalf("reservation %d of 10 tokens: got %+v, want taken after about %v (local %v)", i+1, r, want, local)
+		}
+	}
+	r := b.Reserve(ctx, "budget", limit, 10, most)
+	if r.Taken || !near(r.Wait, 500*time.Millisecond) {
+		t.Fatalf("a fourth, due in 3 s where 2.5 s is the most: got %+v, want none taken, ask again in about 0.5 s", r)
+	}
+	if r := a.Reserve(ctx, "budget", limit, 5, most); !r.Taken || !near(r.Wait, 2500*time.Millisecond) {
+		t.Errorf("5 more, after the refused 10: got %+v, want taken in about 2.5 s (the refused counted nothing)", r)
+	}
+}

@@ -175,8 +175,8 @@ func TestPacingWithoutRedisTakesItsShare(t *testing.T) {
 
 type awayBucket struct{}
 
-func (awayBucket) Take(context.Context, string, float64, int, int) (time.Duration, error) {
-	return 0, errors.New("redis away")
+func (awayBucket) Reserve(context.Context, string, float64, int, int, time.Duration) (bool, time.Duration, error) {
+	return false, 0, errors.New("redis away")
 }
 
 type fixedRoster int

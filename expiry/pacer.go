@@ -112,8 +112,13 @@ func (p *pacer) take(ctx context.Context, n int) error {
 		// The bucket holds two batches: while every worker is busy claiming or finishing, it fills
 		// for a batch's time more before tokens spill, and the deployment keeps its rate. With one,
 		// three processes of three workers claimed at 2,945 to 2,971 pastes/s of a budget of 3,000
-		// (TestOneBudgetForThreeProcesses); with two, at 2,982 to 3,013.
-		wait, err := p.shared.Budget.Take(ctx, budgetKey, r, 2*p.batch, n)
+		// (TestOneBudgetForThreeProcesses); with two, at 2,982 to 3,013. The workers of every
+		// replica queue for the tokens, up to a batch's time at the rate, so a process the machine
+		// starves of processor time keeps its turns (with tokens served to whoever asked first once
+		// they were there, that test's shares read 25% apart once); a rate changed meanwhile reaches
+		// the queue within that time.
+		perBatch := time.Duration(float64(p.batch) / r * float64(time.Second))
+		taken, wait, err := p.shared.Budget.Reserve(ctx, budgetKey, r, 2*p.batch, n, perBatch)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -122,11 +127,7 @@ func (p *pacer) take(ctx context.Context, n int) error {
 			return p.takeLocally(ctx, n, r/float64(p.drainersNow()))
 		}
 		p.redisWorks()
-		if wait <= 0 {
-			return nil
-		}
-		// Not more than a tenth of a batch at the rate: a rate raised meanwhile applies sooner.
-		if err := sleepCtx(ctx, min(wait, time.Duration(float64(n)/r*float64(time.Second))+time.Millisecond)); err != nil {
+		if err := sleepCtx(ctx, wait); err != nil || taken {
 			return err
 		}
 	}
@@ -229,6 +230,9 @@ func (p *pacer) state() store.RunPacing {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -84,9 +84,10 @@ type Deployment struct {
 
 // tokenBucket is a token bucket in Redis (the GCRA limiter in cache).
 type tokenBucket interface {
-	// Take takes n tokens of the bucket key, which refills at perSecond up to burst tokens. When
-	// there are not n, it takes none and answers how long to wait for them.
-	Take(ctx context.Context, key string, perSecond float64, burst, n int) (wait time.Duration, err error)
+	// Reserve takes n tokens of the bucket key, which refills at perSecond up to burst tokens, in
+	// the order callers ask: they are the caller's once wait has passed. Where that would be more
+	// than most, it takes none (taken false), and wait says when to ask again.
+	Reserve(ctx context.Context, key string, perSecond float64, burst, n int, most time.Duration) (taken bool, wait time.Duration, err error)
 }
 
 type sharedRecord interface {

@@ -166,16 +166,13 @@ const usersLatency = "users"
 // share of the rate instead of the whole rate that every process would allow itself.
 type budget struct{ l *cache.Limiter }
 
-func (b budget) Take(ctx context.Context, key string, perSecond float64, burst, n int) (time.Duration, error) {
+func (b budget) Reserve(ctx context.Context, key string, perSecond float64, burst, n int, most time.Duration) (bool, time.Duration, error) {
 	limit := cache.Limit{Tokens: max(1, int(math.Round(perSecond))), Per: time.Second, Burst: burst}
-	v := b.l.Allow(ctx, key, limit, n)
-	switch {
-	case v.Local:
-		return 0, errBudgetAway
-	case v.Allowed:
-		return 0, nil
+	r := b.l.Reserve(ctx, key, limit, n, most)
+	if r.Local {
+		return false, 0, errBudgetAway
 	}
-	return max(v.RetryAfter, time.Millisecond), nil
+	return r.Taken, r.Wait, nil
 }
 
 var errBudgetAway = errors.New("redis unreachable: the deployment's budget is away")
