@@ -177,13 +177,8 @@ func writePacedTargets(rep *report, row func(string, string, verdict)) {
 		"the whole window, its climb from the floor included: %.0f)",
 		settled, best, 100*(settled/best-1), bestOne, 100*(settled/bestOne-1), d.rate())
 	v := judged(math.Abs(settled/best-1) <= 0.15)
-	// The crossing is where the day's moves put it (writeLevels): nothing to hold the rate to.
-	switch lo, hi := levelsRange(own); {
-	case !(lo > 0):
-		measured += "; the load alone before a step could not be read"
-		v = notJudged
-	case hi/lo > budget:
-		measured += fmt.Sprintf("; the load alone before the steps moved by %.2f×, more than the budget", hi/lo)
+	if why := levelsCannotPlace(own, budget); why != "" {
+		measured += "; " + why
 		v = notJudged
 	}
 	row(fmt.Sprintf("paced: the automatic rate (the window's second half) within 15%% of the front's highest within %.1f× "+
@@ -255,18 +250,14 @@ func writeLevels(w io.Writer, points []frontPoint, budget float64) {
 	if len(points) < 2 {
 		return
 	}
+	if why := levelsCannotPlace(points, budget); why != "" {
+		fmt.Fprintf(w, " The %s: the front reads the day's moves as much as the drain's, and this day cannot "+
+			"place the controller on it.", strings.TrimPrefix(why, "the "))
+		return
+	}
 	lo, hi := levelsRange(points)
-	if !(lo > 0) {
-		fmt.Fprintf(w, " The load alone before a step could not be read: the front cannot be placed.")
-		return
-	}
-	fmt.Fprintf(w, " The load alone before the steps read %s to %s", msf(lo/1000), msf(hi/1000))
-	if hi/lo > budget {
-		fmt.Fprintf(w, ": it moved by %.2f×, more than the budget allows the drain, so the front reads the day's "+
-			"moves as much as the drain's, and this day cannot place the controller on it.", hi/lo)
-		return
-	}
 	spread := levelsSpread(points)
+	fmt.Fprintf(w, " The load alone before the steps read %s to %s", msf(lo/1000), msf(hi/1000))
 	fmt.Fprintf(w, ", a (sample) standard deviation of %.0f%% of their mean: with every level that much lower, the "+
 		"front would cross the budget %s, and that much higher, %s.", 100*spread,
 		crossingWithLevels(points, 1-spread, budget), crossingWithLevels(points, 1+spread, budget))
@@ -306,6 +297,21 @@ func crossingWithLevels(points []frontPoint, k, budget float64) string {
 	}
 	_, crossing := bestOnFront(moved, budget)
 	return fmt.Sprintf("at %.0f pastes/s", crossing)
+}
+
+// levelsCannotPlace says why the steps' levels cannot place the controller on the front, "" where
+// they can: a level that could not be read, or levels that moved by more than the budget allows the
+// drain, where the crossing is where the day's moves put it and there is nothing to hold the rate to
+// (run M: 19 to 51 ms).
+func levelsCannotPlace(points []frontPoint, budget float64) string {
+	switch lo, hi := levelsRange(points); {
+	case !(lo > 0):
+		return "the load alone before a step could not be read"
+	case hi/lo > budget:
+		return fmt.Sprintf("the load alone before the steps read %s to %s: it moved by %.2f×, more than the "+
+			"budget allows the drain", msf(lo/1000), msf(hi/1000), hi/lo)
+	}
+	return ""
 }
 
 // levelsRange is the lowest and highest of the steps' levels (ms): only their ratio says anything,
