@@ -187,7 +187,11 @@ type Reservation struct {
 // they are there yet, and says when they are the caller's: callers are served first come, first
 // served. Allow serves instead whoever asks first once the tokens are there, which a process the
 // machine starves of processor time loses again and again. Where the tokens would come later than
-// most from now, Reserve takes none: the queue stays short, and a change of limit reaches it soon.
+// most from now, Reserve takes none: the queue stays short. The queue is kept in tokens: where a
+// caller's limit differs from the one the queue was reserved at, what it still owes is paid at the
+// new rate, so a raised rate serves the queue sooner (as GCRA's time alone, it would hold the
+// callers to the old rate's spacing for as long as the queue was). A key is reserved from, or
+// allowed from (Allow, Refund), never both: the two keep it in different forms.
 func (l *Limiter) Reserve(ctx context.Context, key string, limit Limit, n int, most time.Duration) Reservation {
 	if !l.inRedis() {
 		return l.reserveLocally(key, limit, n, most)
@@ -220,23 +224,33 @@ func (l *Limiter) reserveLocally(key string, limit Limit, n int, most time.Durat
 	return Reservation{Taken: true, Wait: d, Local: true}
 }
 
-// reserveScript is GCRA as redis_rate counts it (the key holds the time, in seconds since 2017 by
-// Redis's clock, at which the whole burst is back), with the time always moved on by the tokens
-// taken, so that callers queue: KEYS[1] the key; ARGV burst, seconds a token takes, tokens, and the
-// most seconds a caller may wait. It answers {1, wait} with the tokens taken, or {0, how long until
-// the wait would be short enough} with none; the seconds as strings, which Redis keeps whole.
+// reserveScript is GCRA as redis_rate counts it (the time, in seconds since 2017 by Redis's clock,
+// at which the whole burst is back: "tat"), with that time always moved on by the tokens taken, so
+// that callers queue; the key is a hash that keeps beside it the seconds a token took when it was
+// last moved ("interval"), by which what is still owed is counted again at a changed rate. KEYS[1]
+// the key; ARGV burst, seconds a token takes, tokens, and the most seconds a caller may wait. It
+// answers {1, wait} with the tokens taken, or {0, how long until the wait would be short enough}
+// with none; the seconds as strings, which Redis would otherwise cut to whole numbers.
 var reserveScript = redis.NewScript(`
 local now = redis.call("TIME")
 now = (now[1] - 1483228800) + (now[2] / 1000000)
 local interval = tonumber(ARGV[2])
-local tat = math.max(tonumber(redis.call("GET", KEYS[1]) or now), now)
+local tat = now
+local last = redis.call("HMGET", KEYS[1], "tat", "interval")
+if last[1] and last[2] then
+  local owed = tonumber(last[1]) - now
+  if owed > 0 then
+    tat = now + owed * interval / tonumber(last[2])
+  end
+end
 local new_tat = tat + interval * tonumber(ARGV[3])
 local wait = new_tat - interval * tonumber(ARGV[1]) - now
 local most = tonumber(ARGV[4])
 if wait > most then
   return {0, tostring(wait - most)}
 end
-redis.call("SET", KEYS[1], new_tat, "EX", math.ceil(new_tat - now))
+redis.call("HSET", KEYS[1], "tat", new_tat, "interval", interval)
+redis.call("EXPIRE", KEYS[1], math.max(1, math.ceil(new_tat - now)))
 return {1, tostring(math.max(wait, 0))}
 `)
 

@@ -76,7 +76,8 @@ func TestLimiterWithoutRedis(t *testing.T) {
 
 // TestLimiterReserves: reservations queue in the order they are asked, whichever replica asks,
 // each served a token's time after the one before; one that would wait longer than its caller
-// allows takes nothing. Without Redis the process queues its own callers the same way.
+// allows takes nothing; and what the queue still owes is paid at the rate of the next caller, not at
+// the one it was reserved at. Without Redis the process queues its own callers the same way.
 func TestLimiterReserves(t *testing.T) {
 	t.Parallel()
 	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
@@ -97,8 +98,9 @@ func testLimiterReserves(t *testing.T, a, b *cache.Limiter, local bool) {
 	ctx := context.Background()
 	limit := cache.Limit{Tokens: 10, Per: time.Second} // a token every 100 ms, a burst of 10
 	const most = 2500 * time.Millisecond
-	// Asked within a few milliseconds of each other: the waits are the queue's, give or take that.
-	near := func(got, want time.Duration) bool { return got > want-100*time.Millisecond && got <= want }
+	start := time.Now()
+	// A wait is the queue's as of the first reservation, less the time since then.
+	near := func(got, want time.Duration) bool { return got >= want-time.Since(start) && got <= want }
 	for i, want := range []time.Duration{0, time.Second, 2 * time.Second} {
 		l := []*cache.Limiter{a, b}[i%2]
 		r := l.Reserve(ctx, "budget", limit, 10, most)
@@ -111,6 +113,12 @@ func testLimiterReserves(t *testing.T, a, b *cache.Limiter, local bool) {
 		t.Fatalf("a fourth, due in 3 s where 2.5 s is the most: got %+v, want none taken, ask again in about 0.5 s", r)
 	}
 	if r := a.Reserve(ctx, "budget", limit, 5, most); !r.Taken || !near(r.Wait, 2500*time.Millisecond) {
-		t.Errorf("5 more, after the refused 10: got %+v, want taken in about 2.5 s (the refused counted nothing)", r)
+		t.Fatalf("5 more, after the refused 10: got %+v, want taken in about 2.5 s (the refused counted nothing)", r)
+	}
+	// 35 tokens are queued, 3.5 s at the old rate: 0.35 s at ten times the rate, where 10 more wait
+	// that long past the burst's 10. Held to the old spacing, they would wait 3.5 s, past the most.
+	faster := cache.Limit{Tokens: 100, Per: time.Second, Burst: 10}
+	if r := b.Reserve(ctx, "budget", faster, 10, most); !r.Taken || !near(r.Wait, 350*time.Millisecond) {
+		t.Errorf("10 at ten times the rate: got %+v, want taken in about 0.35 s", r)
 	}
 }

@@ -163,7 +163,7 @@ func TestPacingWithoutRedisTakesItsShare(t *testing.T) {
 	t.Parallel()
 	d := Deployment{Budget: awayBucket{}, Drainers: fixedRoster(3)}
 	m := newMetrics(prometheus.NewRegistry(), &Expirer{})
-	p := newPacer(Pacing{Mode: PacingOff, MaxRate: 3000}, 100, d, "replica-1", m, slog.New(slog.DiscardHandler))
+	p := newPacer(Pacing{Mode: PacingOff, MaxRate: 3000}, 100, 1, d, "replica-1", m, slog.New(slog.DiscardHandler))
 	p.count(context.Background())
 	if err := p.take(context.Background(), 1); err != nil {
 		t.Fatal(err)

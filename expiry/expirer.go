@@ -138,7 +138,7 @@ func New(cfg Config, st *store.Store, blobs blobStore, c cacheForgetter, locks L
 		o(x)
 	}
 	x.metrics = newMetrics(reg, x)
-	x.pacer = newPacer(cfg.Pacing, cfg.BatchSize, x.deployment, memberName(cfg.Host), x.metrics, logger)
+	x.pacer = newPacer(cfg.Pacing, cfg.BatchSize, cfg.Workers, x.deployment, memberName(cfg.Host), x.metrics, logger)
 	return x, nil
 }
 

@@ -18,13 +18,14 @@ const budgetKey = "cleanup-budget"
 
 // pacer paces this process's claims against the deployment's rate (docs/design.md, "Pacing the
 // drain"): before each claim a worker takes a batch's tokens from the token bucket every replica
-// draws from, a tenth at a time, so a raised rate applies within a tenth of a batch. The claim,
+// draws from, a tenth at a time, queued behind the other workers' tenths. The claim,
 // the finishing transaction and the after-commit stage stay as they are: a paced drain is slower,
 // never different. While Redis is away, the process draws from a bucket of its own at its share of
 // the last rate it knew: that rate over the processes draining then.
 type pacer struct {
 	cfg      Pacing
 	batch    int
+	workers  int // this process's; every replica is taken to run as many
 	shared   Deployment
 	member   string // this process, in the roster of the processes draining
 	metrics  *metrics
@@ -43,8 +44,8 @@ type pacer struct {
 	outage   cache.Outage
 }
 
-func newPacer(cfg Pacing, batch int, shared Deployment, member string, m *metrics, logger *slog.Logger) *pacer {
-	p := &pacer{cfg: cfg, batch: batch, shared: shared, member: member, metrics: m, logger: logger,
+func newPacer(cfg Pacing, batch, workers int, shared Deployment, member string, m *metrics, logger *slog.Logger) *pacer {
+	p := &pacer{cfg: cfg, batch: batch, workers: workers, shared: shared, member: member, metrics: m, logger: logger,
 		finishes: &finishLog{}, drainers: 1}
 	p.current = p.startingPace()
 	p.publish()
@@ -84,7 +85,7 @@ func (p *pacer) rate() float64 {
 // wait blocks until a batch's tokens are taken; only a cancelled ctx ends it sooner.
 func (p *pacer) wait(ctx context.Context) error {
 	start := time.Now()
-	step := max(1, p.batch/10)
+	step := p.tokensAtOnce()
 	var err error
 	for left := p.batch; left > 0 && err == nil; left -= step {
 		err = p.take(ctx, min(step, left))
@@ -102,6 +103,9 @@ func (p *pacer) wait(ctx context.Context) error {
 // own at its share while Redis is away (and always, without a Deployment).
 func (p *pacer) take(ctx context.Context, n int) error {
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // not a reservation the others would queue behind for nothing
+		}
 		r := p.rate()
 		if math.IsInf(r, 1) {
 			return nil
@@ -113,12 +117,11 @@ func (p *pacer) take(ctx context.Context, n int) error {
 		// for a batch's time more before tokens spill, and the deployment keeps its rate. With one,
 		// three processes of three workers claimed at 2,945 to 2,971 pastes/s of a budget of 3,000
 		// (TestOneBudgetForThreeProcesses); with two, at 2,982 to 3,013. The workers of every
-		// replica queue for the tokens, up to a batch's time at the rate, so a process the machine
-		// starves of processor time keeps its turns (with tokens served to whoever asked first once
-		// they were there, that test's shares read 25% apart once); a rate changed meanwhile reaches
-		// the queue within that time.
-		perBatch := time.Duration(float64(p.batch) / r * float64(time.Second))
-		taken, wait, err := p.shared.Budget.Reserve(ctx, budgetKey, r, 2*p.batch, n, perBatch)
+		// replica queue for the tokens, so a process the machine starves of processor time keeps
+		// its turns: with tokens served to whoever asked first once they were there, that test's
+		// shares read 10–14% apart beside two busy loops, and 25% once in a make test.
+		most := p.queueTime(r)
+		taken, wait, err := p.shared.Budget.Reserve(ctx, budgetKey, r, 2*p.batch, n, most)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -127,10 +130,25 @@ func (p *pacer) take(ctx context.Context, n int) error {
 			return p.takeLocally(ctx, n, r/float64(p.drainersNow()))
 		}
 		p.redisWorks()
-		if err := sleepCtx(ctx, wait); err != nil || taken {
+		if taken {
+			return sleepCtx(ctx, wait)
+		}
+		// Refused, the queue being full: a rate changed meanwhile is seen when asking again.
+		if err := sleepCtx(ctx, min(wait, most)); err != nil {
 			return err
 		}
 	}
+}
+
+// tokensAtOnce is how many tokens a worker takes at a time.
+func (p *pacer) tokensAtOnce() int { return max(1, p.batch/10) }
+
+// queueTime is how long a worker may queue for its tokens at rate r: the time of what every
+// draining worker takes at once, so that none is refused while each holds a reservation, and at
+// least a batch's time.
+func (p *pacer) queueTime(r float64) time.Duration {
+	tokens := max(p.batch, p.drainersNow()*max(1, p.workers)*p.tokensAtOnce())
+	return time.Duration(float64(tokens) / r * float64(time.Second))
 }
 
 func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {

@@ -232,7 +232,7 @@ func newSimulation(t *testing.T, pl *plant, replicas int, p Pacing) *simulation 
 		d := Deployment{Controller: fakeLease{s.redis, id, s.leaseTTL}, Pace: fakeRecord{s.redis},
 			Claimed: fakeCounter{s.redis}, Users: pl}
 		m := newMetrics(prometheus.NewRegistry(), &Expirer{})
-		pc := newPacer(p, simBatch, d, id, m, slog.New(slog.DiscardHandler))
+		pc := newPacer(p, simBatch, 1, d, id, m, slog.New(slog.DiscardHandler))
 		s.replicas = append(s.replicas, &simReplica{p: pc, alive: true})
 	}
 	return s
