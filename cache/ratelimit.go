@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -180,8 +182,12 @@ type Reservation struct {
 	// Wait is how long until the queue is short enough to ask again.
 	Taken bool
 	Wait  time.Duration
-	Local bool // counted in this process's memory, Redis being away (see Verdict)
 }
+
+// ErrNotShared is Reserve's answer while Redis is away (or the limiter has none): a queue the
+// processes share cannot be kept in one process's memory, where each would serve the whole limit
+// by itself. The caller chooses what to do instead (the drain paces itself at its share).
+var ErrNotShared = errors.New("redis unavailable: nothing reserved")
 
 // Reserve takes n tokens of key's allowance under limit in the order callers ask, whether or not
 // they are there yet, and says when they are the caller's: callers are served first come, first
@@ -191,37 +197,31 @@ type Reservation struct {
 // caller's limit differs from the one the queue was reserved at, what it still owes is paid at the
 // new rate, so a raised rate serves the queue sooner (as GCRA's time alone, it would hold the
 // callers to the old rate's spacing for as long as the queue was). A key is reserved from, or
-// allowed from (Allow, Refund), never both: the two keep it in different forms.
-func (l *Limiter) Reserve(ctx context.Context, key string, limit Limit, n int, most time.Duration) Reservation {
+// allowed from (Allow, Refund), never both: the two keep it in different forms. Unlike Allow, it
+// counts nothing in memory when Redis fails: it answers ErrNotShared, or Redis's error.
+func (l *Limiter) Reserve(ctx context.Context, key string, limit Limit, n int, most time.Duration) (Reservation, error) {
 	if !l.inRedis() {
-		return l.reserveLocally(key, limit, n, most)
+		return Reservation{}, ErrNotShared
 	}
 	res, err := reserveScript.Run(context.WithoutCancel(ctx), l.rdb, []string{l.keyPrefix + key},
 		limit.burst(), limit.interval().Seconds(), n, most.Seconds()).Slice()
 	if !l.redisAnswered(err) {
-		return l.reserveLocally(key, limit, n, most)
+		return Reservation{}, err
 	}
-	taken, _ := res[0].(int64)
-	seconds, _ := res[1].(string)
-	wait, err := strconv.ParseFloat(seconds, 64)
-	if err != nil {
-		wait = most.Seconds() // not seen: a reply of another shape waits as long as the queue may
-	}
-	return Reservation{Taken: taken == 1, Wait: time.Duration(wait * float64(time.Second))}
+	return reservationOf(res)
 }
 
-func (l *Limiter) reserveLocally(key string, limit Limit, n int, most time.Duration) Reservation {
-	now := time.Now()
-	r := l.localLimiter(key, limit).ReserveN(now, n)
-	if !r.OK() { // more than the burst: never there at once
-		return Reservation{Wait: most, Local: true}
+// reservationOf reads reserveScript's reply.
+func reservationOf(res []any) (Reservation, error) {
+	if len(res) == 2 {
+		taken, ok := res[0].(int64)
+		seconds, _ := res[1].(string)
+		wait, err := strconv.ParseFloat(seconds, 64)
+		if ok && err == nil {
+			return Reservation{Taken: taken == 1, Wait: time.Duration(wait * float64(time.Second))}, nil
+		}
 	}
-	d := r.DelayFrom(now)
-	if d > most {
-		r.CancelAt(now)
-		return Reservation{Wait: d - most, Local: true}
-	}
-	return Reservation{Taken: true, Wait: d, Local: true}
+	return Reservation{}, fmt.Errorf("reservation: unexpected reply %v", res)
 }
 
 // reserveScript is GCRA as redis_rate counts it (the time, in seconds since 2017 by Redis's clock,

@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -77,7 +78,7 @@ func TestLimiterWithoutRedis(t *testing.T) {
 // TestLimiterReserves: reservations queue in the order they are asked, whichever replica asks,
 // each served a token's time after the one before; one that would wait longer than its caller
 // allows takes nothing; and what the queue still owes is paid at the rate of the next caller, not at
-// the one it was reserved at. Without Redis the process queues its own callers the same way.
+// the one it was reserved at. Without Redis nothing is reserved, and the caller is told.
 func TestLimiterReserves(t *testing.T) {
 	t.Parallel()
 	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
@@ -85,40 +86,55 @@ func TestLimiterReserves(t *testing.T) {
 		c, prefix := cachetest.NewOf(t, kind, logger)
 		a := cache.NewLimiter("drain", c.Client(), prefix, logger)
 		b := cache.NewLimiter("drain", c.Client(), prefix, logger) // another replica
-		testLimiterReserves(t, a, b, false)
+		testLimiterReserves(t, a, b)
 	})
 	t.Run("without redis", func(t *testing.T) {
 		t.Parallel()
+		ctx := context.Background()
 		l := cache.NewLimiter("drain", cachetest.Refused(t), "pbtest:", slog.New(slog.DiscardHandler))
-		testLimiterReserves(t, l, l, true)
+		limit := cache.Limit{Tokens: 10, Per: time.Second}
+		if r, err := l.Reserve(ctx, "budget", limit, 10, time.Second); err == nil || r.Taken {
+			t.Errorf("Redis refusing: got %+v, %v; want nothing taken and its error", r, err)
+		}
+		if r, err := l.Reserve(ctx, "budget", limit, 10, time.Second); !errors.Is(err, cache.ErrNotShared) || r.Taken {
+			t.Errorf("just after: got %+v, %v; want nothing taken and ErrNotShared, Redis not asked", r, err)
+		}
+		if r, err := cache.NewLimiter("drain", nil, "pbtest:", slog.New(slog.DiscardHandler)).Reserve(ctx, "budget", limit, 1, time.Second); !errors.Is(err, cache.ErrNotShared) || r.Taken {
+			t.Errorf("a limiter without Redis: got %+v, %v; want nothing taken and ErrNotShared", r, err)
+		}
 	})
 }
 
-func testLimiterReserves(t *testing.T, a, b *cache.Limiter, local bool) {
+func testLimiterReserves(t *testing.T, a, b *cache.Limiter) {
 	ctx := context.Background()
 	limit := cache.Limit{Tokens: 10, Per: time.Second} // a token every 100 ms, a burst of 10
 	const most = 2500 * time.Millisecond
 	start := time.Now()
 	// A wait is the queue's as of the first reservation, less the time since then.
 	near := func(got, want time.Duration) bool { return got >= want-time.Since(start) && got <= want }
+	reserve := func(l *cache.Limiter, limit cache.Limit, n int) cache.Reservation {
+		t.Helper()
+		r, err := l.Reserve(ctx, "budget", limit, n, most)
+		if err != nil {
+			t.Fatalf("reserve %d tokens: %v", n, err)
+		}
+		return r
+	}
 	for i, want := range []time.Duration{0, time.Second, 2 * time.Second} {
-		l := []*cache.Limiter{a, b}[i%2]
-		r := l.Reserve(ctx, "budget", limit, 10, most)
-		if !r.Taken || !near(r.Wait, want) || r.Local != local {
-			t.Fatalf("reservation %d of 10 tokens: got %+v, want taken after about %v (local %v)", i+1, r, want, local)
+		if r := reserve([]*cache.Limiter{a, b}[i%2], limit, 10); !r.Taken || !near(r.Wait, want) {
+			t.Fatalf("reservation %d of 10 tokens: got %+v, want taken after about %v", i+1, r, want)
 		}
 	}
-	r := b.Reserve(ctx, "budget", limit, 10, most)
-	if r.Taken || !near(r.Wait, 500*time.Millisecond) {
+	if r := reserve(b, limit, 10); r.Taken || !near(r.Wait, 500*time.Millisecond) {
 		t.Fatalf("a fourth, due in 3 s where 2.5 s is the most: got %+v, want none taken, ask again in about 0.5 s", r)
 	}
-	if r := a.Reserve(ctx, "budget", limit, 5, most); !r.Taken || !near(r.Wait, 2500*time.Millisecond) {
+	if r := reserve(a, limit, 5); !r.Taken || !near(r.Wait, 2500*time.Millisecond) {
 		t.Fatalf("5 more, after the refused 10: got %+v, want taken in about 2.5 s (the refused counted nothing)", r)
 	}
 	// 35 tokens are queued, 3.5 s at the old rate: 0.35 s at ten times the rate, where 10 more wait
 	// that long past the burst's 10. Held to the old spacing, they would wait 3.5 s, past the most.
 	faster := cache.Limit{Tokens: 100, Per: time.Second, Burst: 10}
-	if r := b.Reserve(ctx, "budget", faster, 10, most); !r.Taken || !near(r.Wait, 350*time.Millisecond) {
+	if r := reserve(b, faster, 10); !r.Taken || !near(r.Wait, 350*time.Millisecond) {
 		t.Errorf("10 at ten times the rate: got %+v, want taken in about 0.35 s", r)
 	}
 }

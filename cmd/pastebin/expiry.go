@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -161,18 +160,13 @@ func (c *expiryConfig) newExpirer(svc *services, users *cache.LatencyWindows, lo
 // usersLatency names the latency windows of the users' requests in Redis.
 const usersLatency = "users"
 
-// budget is the deployment's token bucket for the drain: cache's GCRA limiter, in Redis. A verdict
-// counted in this process's memory (Redis away) is an error to the pacer, which then draws at its
+// budget is the deployment's token bucket for the drain: cache's GCRA limiter, in Redis. While
+// Redis is away it reserves nothing and says so (cache.ErrNotShared), and the pacer draws at its
 // share of the rate instead of the whole rate that every process would allow itself.
 type budget struct{ l *cache.Limiter }
 
 func (b budget) Reserve(ctx context.Context, key string, perSecond float64, burst, n int, most time.Duration) (bool, time.Duration, error) {
 	limit := cache.Limit{Tokens: max(1, int(math.Round(perSecond))), Per: time.Second, Burst: burst}
-	r := b.l.Reserve(ctx, key, limit, n, most)
-	if r.Local {
-		return false, 0, errBudgetAway
-	}
-	return r.Taken, r.Wait, nil
+	r, err := b.l.Reserve(ctx, key, limit, n, most)
+	return r.Taken, r.Wait, err
 }
-
-var errBudgetAway = errors.New("redis unreachable: the deployment's budget is away")
