@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,41 +44,72 @@ func (r *Record) Store(ctx context.Context, v any) error {
 	return r.rdb.Set(ctx, r.key, raw, r.ttl).Err()
 }
 
-// Roster counts the processes taking part in something, such as a drain: each one calls Join
-// every few seconds with a name of its own, and one that has not for the roster's time to live
-// no longer counts. One key (a sorted set by the time of each member's last Join), so it works
-// the same on a Redis Cluster.
+// Roster counts the processes taking part in something, such as a drain, and how large a part
+// each takes (its weight: a drain's workers): each one calls Join every few seconds with a name of
+// its own, and one that has not for the roster's time to live no longer counts. Two keys (a sorted
+// set by the time of each member's last Join, and a hash of their weights) in one hash slot, so it
+// works the same on a Redis Cluster.
 type Roster struct {
-	rdb redis.UniversalClient
-	key string
-	ttl time.Duration
+	rdb     redis.UniversalClient
+	key     string // the members, by the time of their last Join
+	weights string // the members' weights
+	ttl     time.Duration
 }
 
 // NewRoster returns the roster name, whose members count for ttl after their last Join.
 func (c *Cache) NewRoster(name string, ttl time.Duration) *Roster {
-	return &Roster{rdb: c.rdb, key: c.prefix + "roster:" + name, ttl: ttl}
+	key := c.prefix + "roster:{" + name + "}"
+	return &Roster{rdb: c.rdb, key: key, weights: key + ":weights", ttl: ttl}
 }
 
-// Join counts member in (again, now) and returns how many members count.
-func (r *Roster) Join(ctx context.Context, member string) (int, error) {
-	now := time.Now()
-	var n *redis.IntCmd
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, r.key, redis.Z{Score: float64(now.UnixMilli()), Member: member})
-		p.ZRemRangeByScore(ctx, r.key, "-inf", strconv.FormatInt(now.Add(-r.ttl).UnixMilli(), 10))
-		n = p.ZCard(ctx, r.key)
-		p.PExpire(ctx, r.key, r.ttl)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return int(n.Val()), nil
+// Headcount is who a roster counts: its members, and the sum of their weights.
+type Headcount struct {
+	Members int
+	Weight  int
 }
+
+// Join counts member in (again, now) with its weight, and returns whom the roster counts.
+func (r *Roster) Join(ctx context.Context, member string, weight int) (Headcount, error) {
+	now := time.Now()
+	res, err := joinScript.Run(ctx, r.rdb, []string{r.key, r.weights}, now.UnixMilli(),
+		now.Add(-r.ttl).UnixMilli(), r.ttl.Milliseconds(), member, weight).Int64Slice()
+	if err != nil {
+		return Headcount{}, err
+	}
+	if len(res) != 2 {
+		return Headcount{}, fmt.Errorf("roster: unexpected reply %v", res)
+	}
+	return Headcount{Members: int(res[0]), Weight: int(res[1])}, nil
+}
+
+// joinScript counts a member in, counts out those silent since the cut-off, and answers the
+// members and their weights' sum. KEYS: the members by time, their weights; ARGV: now, the cut-off
+// (milliseconds), the time to live (milliseconds), the member, its weight.
+var joinScript = redis.NewScript(`
+redis.call("ZADD", KEYS[1], ARGV[1], ARGV[4])
+redis.call("HSET", KEYS[2], ARGV[4], ARGV[5])
+local gone = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
+for _, m in ipairs(gone) do
+  redis.call("ZREM", KEYS[1], m)
+  redis.call("HDEL", KEYS[2], m)
+end
+local weight = 0
+for _, w in ipairs(redis.call("HVALS", KEYS[2])) do
+  weight = weight + tonumber(w)
+end
+redis.call("PEXPIRE", KEYS[1], ARGV[3])
+redis.call("PEXPIRE", KEYS[2], ARGV[3])
+return {redis.call("ZCARD", KEYS[1]), weight}
+`)
 
 // Leave counts member out at once.
 func (r *Roster) Leave(ctx context.Context, member string) error {
-	return r.rdb.ZRem(ctx, r.key, member).Err()
+	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, r.key, member)
+		p.HDel(ctx, r.weights, member)
+		return nil
+	})
+	return err
 }
 
 // Counter is a count every replica adds to, such as the pastes their drains have claimed.

@@ -33,18 +33,26 @@ func TestSharedState(t *testing.T) {
 		}
 
 		r := a.NewRoster("drainers", 300*time.Millisecond)
-		for i, member := range []string{"a", "b", "c", "a"} {
-			n, err := r.Join(ctx, member)
-			if want := min(i+1, 3); err != nil || n != want {
-				t.Fatalf("join %d (%s): %d members, %v; want %d", i, member, n, err, want)
+		for i, join := range []struct {
+			member  string
+			weight  int
+			members int
+			sum     int
+		}{{"a", 1, 1, 1}, {"b", 4, 2, 5}, {"c", 2, 3, 7}, {"a", 1, 3, 7}} {
+			got, err := r.Join(ctx, join.member, join.weight)
+			if want := (cache.Headcount{Members: join.members, Weight: join.sum}); err != nil || got != want {
+				t.Fatalf("join %d (%s): %+v, %v; want %+v", i, join.member, got, err, want)
 			}
 		}
 		if err := r.Leave(ctx, "c"); err != nil {
 			t.Fatal(err)
 		}
+		if got, err := r.Join(ctx, "a", 1); err != nil || got != (cache.Headcount{Members: 2, Weight: 5}) {
+			t.Errorf("after c left: %+v, %v; want a and b, weighing 5", got, err)
+		}
 		time.Sleep(400 * time.Millisecond) // a and b go silent past the roster's time to live
-		if n, err := r.Join(ctx, "d"); err != nil || n != 1 {
-			t.Errorf("after the others went silent: %d members, %v; want the one that joined", n, err)
+		if got, err := r.Join(ctx, "d", 3); err != nil || got != (cache.Headcount{Members: 1, Weight: 3}) {
+			t.Errorf("after the others went silent: %+v, %v; want the one that joined", got, err)
 		}
 
 		k := a.NewCounter("claimed")

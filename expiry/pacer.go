@@ -21,11 +21,11 @@ const budgetKey = "cleanup-budget"
 // draws from, a tenth at a time, queued behind the other workers' tenths. The claim,
 // the finishing transaction and the after-commit stage stay as they are: a paced drain is slower,
 // never different. While Redis is away, the process draws from a bucket of its own at its share of
-// the last rate it knew: that rate over the processes draining then.
+// the last rate it knew: its workers' share of the workers draining then.
 type pacer struct {
 	cfg      Pacing
 	batch    int
-	workers  int // this process's; every replica is taken to run as many
+	workers  int // this process's
 	shared   Deployment
 	member   string // this process, in the roster of the processes draining
 	metrics  *metrics
@@ -33,9 +33,9 @@ type pacer struct {
 	finishes *finishLog
 
 	mu       sync.Mutex
-	current  pace          // the pace in force, as last known
-	drainers int           // processes draining at the last count, this one included
-	local    *rate.Limiter // this process's own bucket; nil until a take needs it
+	current  pace            // the pace in force, as last known
+	drainers cache.Headcount // the processes draining at the last count, this one included, and their workers
+	local    *rate.Limiter   // this process's own bucket; nil until a take needs it
 	waited   time.Duration
 	claimed  int64     // pastes claimed here since the last time they were added to the shared count
 	total    int64     // the deployment's claims (or this process's, alone) at the last count
@@ -46,7 +46,7 @@ type pacer struct {
 
 func newPacer(cfg Pacing, batch, workers int, shared Deployment, member string, m *metrics, logger *slog.Logger) *pacer {
 	p := &pacer{cfg: cfg, batch: batch, workers: workers, shared: shared, member: member, metrics: m, logger: logger,
-		finishes: &finishLog{}, drainers: 1}
+		finishes: &finishLog{}, drainers: cache.Headcount{Members: 1, Weight: max(1, workers)}}
 	p.current = p.startingPace()
 	p.publish()
 	return p
@@ -127,7 +127,7 @@ func (p *pacer) take(ctx context.Context, n int) error {
 				return ctx.Err()
 			}
 			p.redisFailed(err)
-			return p.takeLocally(ctx, n, r/float64(p.drainersNow()))
+			return p.takeLocally(ctx, n, p.share(r))
 		}
 		p.redisWorks()
 		if taken {
@@ -147,8 +147,13 @@ func (p *pacer) tokensAtOnce() int { return max(1, p.batch/10) }
 // draining worker takes at once, so that none is refused while each holds a reservation, and at
 // least a batch's time.
 func (p *pacer) queueTime(r float64) time.Duration {
-	tokens := max(p.batch, p.drainersNow()*max(1, p.workers)*p.tokensAtOnce())
+	tokens := max(p.batch, p.drainersNow().Weight*p.tokensAtOnce())
 	return time.Duration(float64(tokens) / r * float64(time.Second))
+}
+
+// share is this process's share of rate r: its workers' share of the workers draining.
+func (p *pacer) share(r float64) float64 {
+	return r * float64(max(1, p.workers)) / float64(p.drainersNow().Weight)
 }
 
 func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {
@@ -166,16 +171,17 @@ func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {
 	return lim.WaitN(ctx, n)
 }
 
-func (p *pacer) drainersNow() int {
+// drainersNow is whom the roster counted last, never fewer than this process and its workers.
+func (p *pacer) drainersNow() cache.Headcount {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return max(1, p.drainers)
+	return cache.Headcount{Members: max(1, p.drainers.Members), Weight: max(1, p.workers, p.drainers.Weight)}
 }
 
 func (p *pacer) redisFailed(err error) {
 	if p.outage.Failed() {
 		p.logger.Warn("redis unreachable: the drain paces itself at its share of the last rate",
-			"rate", p.rate(), "processes", p.drainersNow(), "err", err)
+			"rate", p.rate(), "share", p.share(p.rate()), "processes", p.drainersNow().Members, "err", err)
 	}
 }
 

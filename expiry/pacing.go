@@ -96,7 +96,7 @@ type sharedRecord interface {
 }
 
 type roster interface {
-	Join(ctx context.Context, member string) (int, error)
+	Join(ctx context.Context, member string, weight int) (cache.Headcount, error)
 	Leave(ctx context.Context, member string) error
 }
 

@@ -108,9 +108,9 @@ func (p *pacer) count(ctx context.Context) {
 	if p.shared.Drainers == nil {
 		return
 	}
-	if n, err := p.shared.Drainers.Join(ctx, p.member); err == nil {
+	if hc, err := p.shared.Drainers.Join(ctx, p.member, p.workers); err == nil {
 		p.mu.Lock()
-		p.drainers = n
+		p.drainers = hc
 		p.mu.Unlock()
 	}
 }
