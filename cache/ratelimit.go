@@ -103,7 +103,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, limit Limit, n int) Ver
 	rl := redis_rate.Limit{Rate: limit.Tokens, Burst: limit.burst(), Period: limit.Per}
 	// Not cut short by a caller that goes away: that would read as Redis failing.
 	res, err := l.redis.AllowN(context.WithoutCancel(ctx), l.keyPrefix+key, rl, n)
-	if !l.redisAnswered(err) {
+	if !l.redisAnswered(err, "rate limit counted in this process only") {
 		return l.allowLocally(key, limit, n)
 	}
 	return Verdict{Allowed: res.Allowed > 0, Remaining: res.Remaining, RetryAfter: res.RetryAfter, ResetAfter: res.ResetAfter}
@@ -115,14 +115,14 @@ func (l *Limiter) inRedis() bool {
 	return l.redis != nil && time.Now().UnixNano() >= l.localUntil.Load()
 }
 
-// redisAnswered takes the outcome of a count in Redis: on an error the limiter counts in memory
-// for redisRecheck, and the outage is logged once.
-func (l *Limiter) redisAnswered(err error) bool {
+// redisAnswered takes the outcome of a count in Redis: on an error the limiter does without Redis
+// for redisRecheck (instead, what it says), and the outage is logged once.
+func (l *Limiter) redisAnswered(err error, instead string) bool {
 	if err != nil {
 		l.localUntil.Store(time.Now().Add(redisRecheck).UnixNano())
 		if l.outage.Failed() {
 			// Logged without a caller's context: the switch is the process's, not a request's.
-			l.logger.Warn("redis unavailable: rate limit counted in this process only", "limit", l.name, "err", err)
+			l.logger.Warn("redis unavailable: "+instead, "limit", l.name, "err", err)
 		}
 		return false
 	}
@@ -198,15 +198,15 @@ var ErrNotShared = errors.New("redis unavailable: nothing reserved")
 // new rate, so a raised rate serves the queue sooner (as GCRA's time alone, it would hold the
 // callers to the old rate's spacing for as long as the queue was). A key is reserved from, or
 // allowed from (Allow, Refund), never both: the two keep it in different forms. Unlike Allow, it
-// counts nothing in memory when Redis fails: it answers ErrNotShared, or Redis's error.
+// counts nothing in memory when Redis fails: it answers ErrNotShared (wrapping Redis's error).
 func (l *Limiter) Reserve(ctx context.Context, key string, limit Limit, n int, most time.Duration) (Reservation, error) {
 	if !l.inRedis() {
 		return Reservation{}, ErrNotShared
 	}
 	res, err := reserveScript.Run(context.WithoutCancel(ctx), l.rdb, []string{l.keyPrefix + key},
 		limit.burst(), limit.interval().Seconds(), n, most.Seconds()).Slice()
-	if !l.redisAnswered(err) {
-		return Reservation{}, err
+	if !l.redisAnswered(err, "nothing reserved") {
+		return Reservation{}, fmt.Errorf("%w: %w", ErrNotShared, err)
 	}
 	return reservationOf(res)
 }

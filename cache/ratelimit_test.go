@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,8 +94,8 @@ func TestLimiterReserves(t *testing.T) {
 		ctx := context.Background()
 		l := cache.NewLimiter("drain", cachetest.Refused(t), "pbtest:", slog.New(slog.DiscardHandler))
 		limit := cache.Limit{Tokens: 10, Per: time.Second}
-		if r, err := l.Reserve(ctx, "budget", limit, 10, time.Second); err == nil || r.Taken {
-			t.Errorf("Redis refusing: got %+v, %v; want nothing taken and its error", r, err)
+		if r, err := l.Reserve(ctx, "budget", limit, 10, time.Second); !errors.Is(err, cache.ErrNotShared) || !errors.Is(err, syscall.ECONNREFUSED) || r.Taken {
+			t.Errorf("Redis refusing: got %+v, %v; want nothing taken, ErrNotShared and Redis's error", r, err)
 		}
 		if r, err := l.Reserve(ctx, "budget", limit, 10, time.Second); !errors.Is(err, cache.ErrNotShared) || r.Taken {
 			t.Errorf("just after: got %+v, %v; want nothing taken and ErrNotShared, Redis not asked", r, err)

@@ -83,23 +83,29 @@ func (r *Roster) Join(ctx context.Context, member string, weight int) (Headcount
 }
 
 // joinScript counts a member in, counts out those silent since the cut-off, and answers the
-// members and their weights' sum. KEYS: the members by time, their weights; ARGV: now, the cut-off
-// (milliseconds), the time to live (milliseconds), the member, its weight.
+// members and their weights' sum. A member whose weight is lost counts one, and a weight whose
+// member is lost goes (either key may be evicted alone). KEYS: the members by time, their
+// weights; ARGV: now, the cut-off (milliseconds), the time to live (milliseconds), the member, its
+// weight.
 var joinScript = redis.NewScript(`
 redis.call("ZADD", KEYS[1], ARGV[1], ARGV[4])
 redis.call("HSET", KEYS[2], ARGV[4], ARGV[5])
-local gone = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
-for _, m in ipairs(gone) do
-  redis.call("ZREM", KEYS[1], m)
-  redis.call("HDEL", KEYS[2], m)
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
+for _, m in ipairs(redis.call("HKEYS", KEYS[2])) do
+  if not redis.call("ZSCORE", KEYS[1], m) then
+    redis.call("HDEL", KEYS[2], m)
+  end
 end
+local members = redis.call("ZRANGE", KEYS[1], 0, -1)
 local weight = 0
-for _, w in ipairs(redis.call("HVALS", KEYS[2])) do
-  weight = weight + tonumber(w)
+if #members > 0 then
+  for _, w in ipairs(redis.call("HMGET", KEYS[2], unpack(members))) do
+    weight = weight + (tonumber(w) or 1)
+  end
 end
 redis.call("PEXPIRE", KEYS[1], ARGV[3])
 redis.call("PEXPIRE", KEYS[2], ARGV[3])
-return {redis.call("ZCARD", KEYS[1]), weight}
+return {#members, weight}
 `)
 
 // Leave counts member out at once.

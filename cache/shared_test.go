@@ -19,7 +19,7 @@ func TestSharedState(t *testing.T) {
 	t.Parallel()
 	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
 		ctx := context.Background()
-		a, _ := cachetest.NewOf(t, kind, slog.New(slog.DiscardHandler))
+		a, prefix := cachetest.NewOf(t, kind, slog.New(slog.DiscardHandler))
 		type state struct{ Rate float64 }
 		var got state
 		if ok, err := a.NewRecord("pace", time.Minute).Load(ctx, &got); ok || err != nil {
@@ -50,9 +50,27 @@ func TestSharedState(t *testing.T) {
 		if got, err := r.Join(ctx, "a", 1); err != nil || got != (cache.Headcount{Members: 2, Weight: 5}) {
 			t.Errorf("after c left: %+v, %v; want a and b, weighing 5", got, err)
 		}
-		time.Sleep(400 * time.Millisecond) // a and b go silent past the roster's time to live
-		if got, err := r.Join(ctx, "d", 3); err != nil || got != (cache.Headcount{Members: 1, Weight: 3}) {
-			t.Errorf("after the others went silent: %+v, %v; want the one that joined", got, err)
+		time.Sleep(200 * time.Millisecond)
+		if _, err := r.Join(ctx, "b", 4); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // a goes silent past the roster's time to live; b not
+		if got, err := r.Join(ctx, "d", 3); err != nil || got != (cache.Headcount{Members: 2, Weight: 7}) {
+			t.Errorf("after a went silent: %+v, %v; want b and d, weighing 7", got, err)
+		}
+		// Either key alone may be evicted: a member without its weight counts one, and a weight
+		// without its member goes.
+		if err := a.Client().HSet(ctx, prefix+"roster:{drainers}:weights", "gone", 100).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Client().HDel(ctx, prefix+"roster:{drainers}:weights", "b").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := r.Join(ctx, "d", 3); err != nil || got != (cache.Headcount{Members: 2, Weight: 4}) {
+			t.Errorf("b's weight lost, a member's lost: %+v, %v; want b and d, weighing 1 and 3", got, err)
+		}
+		if kept, err := a.Client().HExists(ctx, prefix+"roster:{drainers}:weights", "gone").Result(); err != nil || kept {
+			t.Errorf("the weight of a member not in the roster: kept %v, %v; want it gone", kept, err)
 		}
 
 		k := a.NewCounter("claimed")

@@ -157,28 +157,33 @@ func TestPacingFloorAndCeiling(t *testing.T) {
 }
 
 // TestPacingWithoutRedisTakesItsShare: while the deployment's bucket cannot be reached, a process
-// draws from a bucket of its own at its share of the last rate it knew: its workers' share of the
-// workers draining when it last counted them, not the whole rate each. And while it can, its
-// workers queue for as long as every draining worker's tenth of a batch takes, whatever the
-// other processes' sizes.
+// draws from a bucket of its own at its share of the last rate it knew: its part of the processes
+// draining when it last counted them (by the tokens their workers take at once), not the whole
+// rate each. And while it can, its workers queue for as long as what every draining worker takes
+// at once, whatever the other processes' sizes.
 func TestPacingWithoutRedisTakesItsShare(t *testing.T) {
 	t.Parallel()
-	// Three processes: this one with 2 workers, the two others with 14 each.
-	d := Deployment{Budget: awayBucket{}, Drainers: fixedRoster{Members: 3, Weight: 30}}
+	// Three processes: this one with 2 workers taking 10 tokens at a time (batches of 100), the
+	// two others 280 tokens at once between them.
+	roster := &fixedRoster{count: cache.Headcount{Members: 3, Weight: 300}}
+	d := Deployment{Budget: awayBucket{}, Drainers: roster}
 	m := newMetrics(prometheus.NewRegistry(), &Expirer{})
 	p := newPacer(Pacing{Mode: PacingOff, MaxRate: 3000}, 100, 2, d, "replica-1", m, slog.New(slog.DiscardHandler))
 	if got, want := p.queueTime(3000), time.Second/30; got != want { // before the count: this process alone
 		t.Errorf("alone, the queue holds %v, want a batch's time (%v)", got, want)
 	}
 	p.count(context.Background())
+	if roster.joined != 20 {
+		t.Errorf("the process joined the drainers weighing %d, want its 2 workers' 10 tokens each", roster.joined)
+	}
 	if got, want := p.queueTime(3000), 100*time.Millisecond; got != want {
-		t.Errorf("the queue holds %v, want 30 workers' tenths of a batch at 3000/s (%v)", got, want)
+		t.Errorf("the queue holds %v, want the 300 tokens every draining worker takes at once, at 3000/s (%v)", got, want)
 	}
 	if err := p.take(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := float64(p.local.Limit()); got != 200 {
-		t.Errorf("with Redis away the process draws at %.0f pastes/s, want its share of 3000: 2 workers of 30", got)
+		t.Errorf("with Redis away the process draws at %.0f pastes/s, want its share of 3000: 20 tokens of 300", got)
 	}
 }
 
@@ -188,12 +193,17 @@ func (awayBucket) Reserve(context.Context, string, float64, int, int, time.Durat
 	return false, 0, errors.New("redis away")
 }
 
-type fixedRoster cache.Headcount
-
-func (r fixedRoster) Join(context.Context, string, int) (cache.Headcount, error) {
-	return cache.Headcount(r), nil
+// fixedRoster answers every Join with its headcount, and keeps the last weight joined with.
+type fixedRoster struct {
+	count  cache.Headcount
+	joined int
 }
-func (fixedRoster) Leave(context.Context, string) error { return nil }
+
+func (r *fixedRoster) Join(_ context.Context, _ string, weight int) (cache.Headcount, error) {
+	r.joined = weight
+	return r.count, nil
+}
+func (*fixedRoster) Leave(context.Context, string) error { return nil }
 
 // TestPacingLandsOnTheMeasuredFront: on the front measured on the heavy day at a million, with its
 // windows' noise and stalls and the users' latency answering the rate late, the controller climbs

@@ -21,7 +21,7 @@ const budgetKey = "cleanup-budget"
 // draws from, a tenth at a time, queued behind the other workers' tenths. The claim,
 // the finishing transaction and the after-commit stage stay as they are: a paced drain is slower,
 // never different. While Redis is away, the process draws from a bucket of its own at its share of
-// the last rate it knew: its workers' share of the workers draining then.
+// the last rate it knew: its part of the processes draining then, by what their workers take at once.
 type pacer struct {
 	cfg      Pacing
 	batch    int
@@ -34,7 +34,7 @@ type pacer struct {
 
 	mu       sync.Mutex
 	current  pace            // the pace in force, as last known
-	drainers cache.Headcount // the processes draining at the last count, this one included, and their workers
+	drainers cache.Headcount // the processes draining at the last count, this one included, and the tokens their workers take at once
 	local    *rate.Limiter   // this process's own bucket; nil until a take needs it
 	waited   time.Duration
 	claimed  int64     // pastes claimed here since the last time they were added to the shared count
@@ -46,7 +46,7 @@ type pacer struct {
 
 func newPacer(cfg Pacing, batch, workers int, shared Deployment, member string, m *metrics, logger *slog.Logger) *pacer {
 	p := &pacer{cfg: cfg, batch: batch, workers: workers, shared: shared, member: member, metrics: m, logger: logger,
-		finishes: &finishLog{}, drainers: cache.Headcount{Members: 1, Weight: max(1, workers)}}
+		finishes: &finishLog{}}
 	p.current = p.startingPace()
 	p.publish()
 	return p
@@ -143,17 +143,21 @@ func (p *pacer) take(ctx context.Context, n int) error {
 // tokensAtOnce is how many tokens a worker takes at a time.
 func (p *pacer) tokensAtOnce() int { return max(1, p.batch/10) }
 
+// weight is this process's part in the deployment's drain, as the roster of drainers counts it:
+// the tokens its workers take at once.
+func (p *pacer) weight() int { return max(1, p.workers) * p.tokensAtOnce() }
+
 // queueTime is how long a worker may queue for its tokens at rate r: the time of what every
 // draining worker takes at once, so that none is refused while each holds a reservation, and at
 // least a batch's time.
 func (p *pacer) queueTime(r float64) time.Duration {
-	tokens := max(p.batch, p.drainersNow().Weight*p.tokensAtOnce())
+	tokens := max(p.batch, p.drainersNow().Weight)
 	return time.Duration(float64(tokens) / r * float64(time.Second))
 }
 
-// share is this process's share of rate r: its workers' share of the workers draining.
+// share is this process's share of rate r: its part of the processes draining.
 func (p *pacer) share(r float64) float64 {
-	return r * float64(max(1, p.workers)) / float64(p.drainersNow().Weight)
+	return r * float64(p.weight()) / float64(p.drainersNow().Weight)
 }
 
 func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {
@@ -171,23 +175,23 @@ func (p *pacer) takeLocally(ctx context.Context, n int, r float64) error {
 	return lim.WaitN(ctx, n)
 }
 
-// drainersNow is whom the roster counted last, never fewer than this process and its workers.
+// drainersNow is whom the roster counted last, never less than this process alone.
 func (p *pacer) drainersNow() cache.Headcount {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return cache.Headcount{Members: max(1, p.drainers.Members), Weight: max(1, p.workers, p.drainers.Weight)}
+	return cache.Headcount{Members: max(1, p.drainers.Members), Weight: max(p.weight(), p.drainers.Weight)}
 }
 
 func (p *pacer) redisFailed(err error) {
 	if p.outage.Failed() {
-		p.logger.Warn("redis unreachable: the drain paces itself at its share of the last rate",
+		p.logger.Warn("the deployment's budget is unreachable: the drain paces itself at its share of the last rate",
 			"rate", p.rate(), "share", p.share(p.rate()), "processes", p.drainersNow().Members, "err", err)
 	}
 }
 
 func (p *pacer) redisWorks() {
 	if p.outage.Succeeded() {
-		p.logger.Info("redis reachable again: the drain draws from the deployment's budget")
+		p.logger.Info("the deployment's budget is reachable again: the drain draws from it")
 	}
 }
 

@@ -108,7 +108,7 @@ func (p *pacer) count(ctx context.Context) {
 	if p.shared.Drainers == nil {
 		return
 	}
-	if hc, err := p.shared.Drainers.Join(ctx, p.member, p.workers); err == nil {
+	if hc, err := p.shared.Drainers.Join(ctx, p.member, p.weight()); err == nil {
 		p.mu.Lock()
 		p.drainers = hc
 		p.mu.Unlock()
