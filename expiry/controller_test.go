@@ -95,10 +95,25 @@ func TestPacingReplicasShareOneController(t *testing.T) {
 // letting its lease go. Once the lease runs out another replica takes the controller over, from
 // the rate, the baseline and the spread its predecessor published: the drain neither falls back
 // to its floor, nor takes a baseline measured during the drain, nor aims higher while it measures
-// the spread again. On the measured front, whose noise lowers the aim.
+// the spread again; and it lands as a first controller does (TestPacingLandsOnTheMeasuredFront:
+// 0.75 of the crossing in the median of ten runs, half of it in each). On the measured front,
+// whose noise lowers the aim.
 func TestPacingControllerDiesHoldingTheLease(t *testing.T) {
 	t.Parallel()
-	pl := measuredPlant(11)
+	var shares []float64
+	for seed := range uint64(10) {
+		shares = append(shares, successorShare(t, seed))
+	}
+	slices.Sort(shares)
+	if m := shares[len(shares)/2]; m < settledShare {
+		t.Errorf("under the successor the median run drained at %.2f of the front's crossing, want at least %.2f", m, settledShare)
+	}
+}
+
+// successorShare runs the death of the controller's replica on the measured front of seed, checks
+// the handover, and returns the drain's rate under the successor as a share of the crossing.
+func successorShare(t *testing.T, seed uint64) float64 {
+	pl := measuredPlant(seed)
 	s := newSimulation(t, pl, 3, autoPacing())
 	s.run(8 * time.Minute)
 	holder := s.holders()
@@ -111,7 +126,7 @@ func TestPacingControllerDiesHoldingTheLease(t *testing.T) {
 	s.run(s.leaseTTL + 2*time.Second)
 	after := s.holders()
 	if len(after) != 1 || slices.Equal(after, holder) {
-		t.Fatalf("after %s holding the lease died: controllers %v", holder, after)
+		t.Fatalf("seed %d: after %s holding the lease died: controllers %v", seed, holder, after)
 	}
 	var successor *pacer
 	for _, rp := range s.live() {
@@ -120,18 +135,20 @@ func TestPacingControllerDiesHoldingTheLease(t *testing.T) {
 		}
 	}
 	if successor.steering.signals.baseline != baseline || baseline == 0 {
-		t.Errorf("the successor's baseline is %g s, want its predecessor's %g s", successor.steering.signals.baseline, baseline)
+		t.Errorf("seed %d: the successor's baseline is %g s, want its predecessor's %g s", seed, successor.steering.signals.baseline, baseline)
 	}
 	if got := successor.steering.ctl.usersAim(); math.Abs(got-aim) > 0.001 {
-		t.Errorf("the successor aims at %.3f, want its predecessor's %.3f", got, aim)
+		t.Errorf("seed %d: the successor aims at %.3f, want its predecessor's %.3f", seed, got, aim)
 	}
 	if r := s.rate(); r < 0.7*before {
-		t.Errorf("the rate fell from %.0f to %.0f when the controller changed hands", before, r)
+		t.Errorf("seed %d: the rate fell from %.0f to %.0f when the controller changed hands", seed, before, r)
 	}
 	s.run(5 * time.Minute)
-	if mean := pl.meanRate(s.now.Add(-3*time.Minute), s.now); mean < settledShare*pl.best(1.5) {
-		t.Errorf("under the successor the drain runs at %.0f pastes/s, want within 25%% of %.0f", mean, pl.best(1.5))
+	share := pl.meanRate(s.now.Add(-3*time.Minute), s.now) / pl.best(1.5)
+	if share < 0.5 || share > 1 {
+		t.Errorf("seed %d: under the successor the drain runs at %.2f of the front's crossing, want within half under it", seed, share)
 	}
+	return share
 }
 
 // TestPacingFloorAndCeiling: a plant over budget at any rate holds the drain at its floor, never
@@ -340,5 +357,40 @@ func TestPacingSpreadIsTheLongP99OverTheSignalsMedian(t *testing.T) {
 	}
 	if span := users.to.Sub(users.from); span > spreadSpan {
 		t.Errorf("the long p99 is read over %s, want at most %s", span, spreadSpan)
+	}
+}
+
+// TestPacingBaselineLeavesOutTheLastDrain: a drain's level is the users' p99 over the
+// baselineSpan before its controller first runs, or since the last drain's pace where that is
+// later: what a drain that ended three minutes ago did to the users is not their level. A pace
+// fresh enough is a drain going on, whose level the controller keeps.
+func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		last     pace // zero: none published
+		from     time.Time
+		baseline float64
+	}{
+		{"no drain before", pace{}, now.Add(-baselineSpan), 0.004},
+		{"a drain an hour ago", pace{Began: now.Add(-2 * time.Hour), At: now.Add(-time.Hour), Baseline: 0.009}, now.Add(-baselineSpan), 0.004},
+		{"a drain three minutes ago", pace{Began: now.Add(-time.Hour), At: now.Add(-3 * time.Minute), Baseline: 0.009}, now.Add(-3 * time.Minute), 0.004},
+		{"a drain going on", pace{Began: now.Add(-time.Hour), At: now.Add(-10 * time.Second), Baseline: 0.009}, time.Time{}, 0.009},
+	} {
+		users := &scriptedUsers{p99: 0.004}
+		rec := fakeRecord{&fakeRedis{now: &now}}
+		if !tc.last.At.IsZero() {
+			if err := rec.Store(ctx, tc.last); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := newMetrics(prometheus.NewRegistry(), &Expirer{})
+		p := newPacer(autoPacing(), simBatch, 1, Deployment{Pace: rec, Users: users}, "replica-1", m, slog.New(slog.DiscardHandler))
+		st := p.takeOver(ctx, now)
+		if !users.from.Equal(tc.from) || math.Abs(st.signals.baseline/tc.baseline-1) > 0.01 {
+			t.Errorf("%s: the level read from %s (%.3f s), want from %s (%.3f s)", tc.name,
+				users.from.Format(time.TimeOnly), st.signals.baseline, tc.from.Format(time.TimeOnly), tc.baseline)
+		}
 	}
 }

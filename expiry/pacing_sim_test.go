@@ -291,9 +291,10 @@ func (s *simulation) holders() []string {
 }
 
 // settle runs the drain from its start for warm, then for span, and returns the drain's mean rate
-// over span and the users' p99 over it against their p99 in the minute before the start.
+// over span and the users' p99 over it against their p99 over as long before the start, as the
+// heavy day judges its paced window.
 func (s *simulation) settle(warm, span time.Duration) (mean, p99Ratio float64) {
-	baseline := s.p99(s.now.Add(-baselineSpan), s.now)
+	baseline := s.p99(s.now.Add(-span), s.now)
 	s.run(warm)
 	from := s.now
 	s.run(span)

@@ -129,8 +129,8 @@ func (p *pacer) follow(ctx context.Context) {
 
 // takeOver takes the controller's lease if nobody holds it and returns the steering, or nil. A
 // pace published lately is a drain going on: the new controller starts from its rate and keeps
-// its baseline. Otherwise the drain begins now, at the floor, and the users' p99 of the minute
-// before is its baseline.
+// its baseline. Otherwise the drain begins now, at the floor, and the users' p99 of the minutes
+// before (since the last pace, where that is later) is its baseline.
 func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	var release func()
 	if p.shared.Controller != nil {
@@ -157,7 +157,7 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 		st.ctl.aim = st.ctl.usersAim()
 	} else {
 		st.began = now
-		st.signals.setBaseline(ctx, now)
+		st.signals.setBaseline(ctx, last.At, now)
 	}
 	p.setHolding(true)
 	p.logger.InfoContext(ctx, "this process runs the cleanup pacing's controller", "rate", st.ctl.rate,
