@@ -34,7 +34,7 @@ type pacer struct {
 
 	mu       sync.Mutex
 	current  pace            // the pace in force, as last known
-	drainers cache.Headcount // the processes draining at the last count, this one included, and the tokens their workers take at once
+	drainers cache.Headcount // whom the roster counted last: the processes draining, and their weights
 	local    *rate.Limiter   // this process's own bucket; nil until a take needs it
 	waited   time.Duration
 	claimed  int64     // pastes claimed here since the last time they were added to the shared count
