@@ -95,7 +95,11 @@ func writeDrains(w io.Writer, rep *report) {
 		if d.windowed {
 			name += ", a window of it"
 		}
-		fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %.2f |\n", name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), d.rate()/floor)
+		vsFloor := "– (no floor measured)"
+		if !math.IsNaN(floor) {
+			vsFloor = fmt.Sprintf("%.2f", d.rate()/floor)
+		}
+		fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %s |\n", name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), vsFloor)
 	}
 	fmt.Fprintln(w)
 }

@@ -347,3 +347,14 @@ func TestLevelsAtTheFrontsEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainsWithoutAFloor: a run of the steps and the window alone (-phases steps,heavy) has no
+// floor to read the window's rate against, and says so rather than NaN.
+func TestDrainsWithoutAFloor(t *testing.T) {
+	rep := &report{heavy: &drainResult{name: "under the foreground load", pacing: "auto", pastes: 494000, seconds: 600.5, windowed: true}}
+	var b strings.Builder
+	writeDrains(&b, rep)
+	if out := b.String(); strings.Contains(out, "NaN") || !strings.Contains(out, "| 823 | – (no floor measured) |") {
+		t.Errorf("the end-to-end table without a floor:\n%s", out)
+	}
+}
