@@ -166,7 +166,7 @@ func (c *controller) ease(now time.Time, dt, signal, aim float64) {
 		doubling = c.scale(probeDoubling)
 	}
 	// 1 at the level before the drain, 0 at the aim, and never over 1: a signal under the level it
-	// is read against says the level was read high (a stall in its minute), not that there is more
+	// is read against says the level was read high (a stall in its span), not that there is more
 	// room than at the level. In run K the level read the minute before the drain, the load alone's
 	// p99 read 9.5 to 13.6 ms from minute to minute, the signal sat at 0.8 through the first
 	// climb, and the rate doubled every 19 s to 1.8 times the front's crossing

@@ -276,8 +276,8 @@ func TestPacingFirstClimbStaysNearTheFront(t *testing.T) {
 }
 
 // TestPacingClimbsNoFasterThanAtItsLevel: from the floor, a signal at its level before the drain
-// doubles the rate in riseDoubling, and a signal under that level (the level read in a minute that
-// held a stall) climbs no faster: the headroom under the aim is at most the level's.
+// doubles the rate in riseDoubling, and a signal under that level (the level read over minutes
+// that held a stall) climbs no faster: the headroom under the aim is at most the level's.
 func TestPacingClimbsNoFasterThanAtItsLevel(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, signal := range []float64{1, 0.8, 0.5} {
@@ -361,9 +361,10 @@ func TestPacingSpreadIsTheLongP99OverTheSignalsMedian(t *testing.T) {
 }
 
 // TestPacingBaselineLeavesOutTheLastDrain: a drain's level is the users' p99 over the
-// baselineSpan before its controller first runs, or since the last drain's pace where that is
-// later: what a drain that ended three minutes ago did to the users is not their level. A pace
-// fresh enough is a drain going on, whose level the controller keeps.
+// baselineSpan before its controller first runs, or from a minute after the last drain's pace
+// where that is later: what a drain that ended three minutes ago did to the users (and its
+// after-effects) is not their level. A pace fresh enough is a drain going on, whose level the
+// controller keeps.
 func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 3, 0, 0, 0, time.UTC)
@@ -375,7 +376,8 @@ func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
 	}{
 		{"no drain before", pace{}, now.Add(-baselineSpan), 0.004},
 		{"a drain an hour ago", pace{Began: now.Add(-2 * time.Hour), At: now.Add(-time.Hour), Baseline: 0.009}, now.Add(-baselineSpan), 0.004},
-		{"a drain three minutes ago", pace{Began: now.Add(-time.Hour), At: now.Add(-3 * time.Minute), Baseline: 0.009}, now.Add(-3 * time.Minute), 0.004},
+		{"a drain three minutes ago", pace{Began: now.Add(-time.Hour), At: now.Add(-3 * time.Minute), Baseline: 0.009}, now.Add(-2 * time.Minute), 0.004},
+		{"a drain five and a half minutes ago", pace{Began: now.Add(-time.Hour), At: now.Add(-330 * time.Second), Baseline: 0.009}, now.Add(-270 * time.Second), 0.004},
 		{"a drain going on", pace{Began: now.Add(-time.Hour), At: now.Add(-10 * time.Second), Baseline: 0.009}, time.Time{}, 0.009},
 	} {
 		users := &scriptedUsers{p99: 0.004}

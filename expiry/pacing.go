@@ -124,5 +124,6 @@ type pace struct {
 }
 
 // paceFresh is how recent a published pace must be for a controller taking over to carry on with
-// its baseline, rather than begin a drain of its own.
+// its baseline, rather than begin a drain of its own (at least afterDrain: a drain begun later
+// reads its level from afterDrain past that pace).
 const paceFresh = 2 * time.Minute

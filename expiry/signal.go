@@ -14,12 +14,18 @@ const (
 	minUserRequests = 200
 	// baselineSpan: the users' level before the drain is their p99 over this span before the
 	// controller first ran (less where a drain ran in it). The level is read once and every signal
-	// of the drain is read against it, so its error is the whole drain's: on the heavy day a
-	// minute of the load alone read 10% apart from one minute to the next on a quiet day, and a
-	// third on a noisy one (docs/performance.md, runs K and N); over five minutes of windows with
-	// the measured front's noise, the simulated drains settled at 0.73 to 0.86 of the crossing,
-	// where over one minute 0.67 to 0.88. The users' windows are kept ten minutes (cache).
+	// of the drain is read against it, so its error is the whole drain's: on the heavy day the
+	// one-minute levels of the load alone before its steps read a standard deviation of 10% of
+	// their mean on a quiet day, and a third apart on a noisy one (docs/performance.md, runs K and
+	// N); over five minutes of windows with the measured front's noise, forty simulated drains
+	// settled at 0.73 to 0.86 of the crossing, where over one minute 0.67 to 0.88. The users'
+	// windows are kept ten minutes (cache), and the pace that says when the last paced drain was,
+	// as long (cmd/pastebin, paceTTL).
 	baselineSpan = 5 * time.Minute
+	// afterDrain: the level leaves out this long after the last drain's last pace: the users'
+	// latency answers a drain's rate some 20 s late, and a run's outbox and purge come after its
+	// drain. paceFresh leaves at least this much of the span.
+	afterDrain = time.Minute
 	// finishHorizon: the finishing transaction's latency is judged against its first quartile
 	// over this span.
 	finishHorizon = 5 * time.Minute
@@ -39,16 +45,16 @@ type signals struct {
 	finishes *finishLog
 }
 
-// setBaseline takes the users' p99 over the span before now, from lastDrain on where that is
-// later (a drain that ended since would read as the users' level), as their level before the
-// drain; it leaves it unknown when too few requests came.
+// setBaseline takes the users' p99 over the span before now, from afterDrain past lastDrain on
+// where that is later (a drain that ended since would read as the users' level), as their level
+// before the drain; it leaves it unknown when too few requests came.
 func (s *signals) setBaseline(ctx context.Context, lastDrain, now time.Time) {
 	if s.users == nil {
 		return
 	}
 	from := now.Add(-baselineSpan)
-	if lastDrain.After(from) {
-		from = lastDrain
+	if after := lastDrain.Add(afterDrain); after.After(from) {
+		from = after
 	}
 	l, err := s.users.Read(ctx, from, now)
 	if err == nil && l.Total >= minUserRequests {
