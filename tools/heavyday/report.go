@@ -82,9 +82,8 @@ func (b *bench) writeReport(w io.Writer, rep *report) {
 
 func writeDrains(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "## End to end\n\n| | pastes | seconds | pastes/s | vs floor |\n|---|---|---|---|---|\n")
-	floor := math.NaN()
-	if f := rep.floor; f != nil {
-		floor = f.rate()
+	f := rep.floor
+	if f != nil {
 		fmt.Fprintf(w, "| floor: set-based, one transaction, no S3 or Redis | %s | %.1f | %.0f | 1.00 |\n", count(int(f.pastes)), f.seconds, f.rate())
 	}
 	for _, d := range []*drainResult{rep.unpaced, rep.heavy} {
@@ -96,8 +95,8 @@ func writeDrains(w io.Writer, rep *report) {
 			name += ", a window of it"
 		}
 		vsFloor := "– (no floor measured)"
-		if !math.IsNaN(floor) {
-			vsFloor = fmt.Sprintf("%.2f", d.rate()/floor)
+		if f != nil {
+			vsFloor = fmt.Sprintf("%.2f", d.rate()/f.rate())
 		}
 		fmt.Fprintf(w, "| drain %s (pacing %s) | %s | %.1f | %.0f | %s |\n", name, d.pacing, count(int(d.pastes)), d.seconds, d.rate(), vsFloor)
 	}
