@@ -176,7 +176,7 @@ func (b *bench) drain(ctx context.Context, name string, s replicaSettings, withL
 	if withLoad {
 		err = b.drainUnderLoad(ctx, st, rs, d)
 	} else {
-		err = b.follow(ctx, st, rs, d, time.Time{})
+		err = b.follow(ctx, st, rs, d, time.Time{}, 0, nil)
 	}
 	d.peakRSS = stopReplicas(rs)
 	if err != nil {
@@ -209,7 +209,7 @@ func (b *bench) drainUnderLoad(ctx context.Context, st *store.Store, rs []*repli
 		return err
 	}
 	d.baseline, d.baseCPU = fg.take(), benchdata.TakeCPU(parts).Since(start)
-	err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.window))
+	err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.window), 0, nil)
 	d.during = fg.take()
 	return err
 }
@@ -237,8 +237,20 @@ func (b *bench) startLoad(ctx context.Context, rs []*replica, stop, done chan st
 
 // follow starts a cleanup run on every replica and follows the drain until every run has ended, or
 // until until (zero: no end): the replicas' metrics every second, the database before and after, the
-// claim's plan near the end.
-func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *drainResult, until time.Time) error {
+// claim's plan near the end. With settle, the drain runs that long before any of it is measured,
+// and settled is called when the measurement starts.
+func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *drainResult, until time.Time, settle time.Duration, settled func()) error {
+	var ids []int64
+	if settle > 0 {
+		var err error
+		if ids, err = b.startRuns(ctx, rs, d); err != nil {
+			return err
+		}
+		if err := watch(ctx, rs, settle); err != nil {
+			return err
+		}
+		settled()
+	}
 	var err error
 	if d.before, err = readDBStats(ctx, st.Pool()); err != nil {
 		return err
@@ -254,13 +266,11 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 	parts := b.cpuParts(ctx, rs)
 	startCPU := benchdata.TakeCPU(parts)
 	start := time.Now()
-	ids := make([]int64, len(rs))
-	for i, r := range rs {
-		if ids[i], err = r.startCleanup(ctx); err != nil {
+	if ids == nil {
+		if ids, err = b.startRuns(ctx, rs, d); err != nil {
 			return err
 		}
 	}
-	b.logf("%s: %d runs started (pacing %s)", d.name, len(rs), d.pacing)
 	for done := false; !done; {
 		if err := sleep(ctx, time.Second); err != nil {
 			return err
@@ -294,6 +304,19 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 	}
 	d.statements, err = benchdata.TopStatements(ctx, st.Pool(), 10)
 	return err
+}
+
+// startRuns starts a cleanup run on every replica and returns their ids.
+func (b *bench) startRuns(ctx context.Context, rs []*replica, d *drainResult) ([]int64, error) {
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		var err error
+		if ids[i], err = r.startCleanup(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b.logf("%s: %d runs started (pacing %s)", d.name, len(rs), d.pacing)
+	return ids, nil
 }
 
 // watch scrapes the replicas' metrics every second for d, as follow does during a drain: a scrape
@@ -331,6 +354,7 @@ func (b *bench) runsEnded(ctx context.Context, rs []*replica, ids []int64, d *dr
 		}
 		d.pastes += run.Tombstoned
 	}
+	d.pastes -= int64(d.samples[0].tombstoned) // what a settling drain cleaned before it was measured
 	return true, nil
 }
 

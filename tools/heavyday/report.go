@@ -201,11 +201,13 @@ func writeFront(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
 		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start; its last "+
-		"%s is the step's level with no drain), then starts the drain and measures %s under the load. A step's users' p99 "+
+		"%s is the step's level with no drain), then starts the drain, lets it run %s unmeasured (the users answer a drain late), "+
+		"and measures %s under the load. A step's users' p99 "+
 		"is read against that level, as the paced window's is against the load alone just before it. The last columns read "+
 		"it against the window's baseline instead, over windows as long (the median of its windows' p99s), as the reports "+
 		"up to run J did.\n\n",
-		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLevelSpan().Seconds()), secs(rep.cfg.stepLength.Seconds()))
+		secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepLevelSpan().Seconds()), secs(rep.cfg.stepSettle.Seconds()),
+		secs(rep.cfg.stepLength.Seconds()))
 	fmt.Fprintf(w, "| budget | drain pastes/s | users p50 | users p99 | the load alone before | p99 / it | within %.1f× "+
 		"| p99 / the window's baseline | within | finishing p50 | errors |\n|---|---|---|---|---|---|---|---|---|---|---|\n", budget)
 	byWindow := front(rep.steps, oneLevel(baseline), budget)
@@ -362,12 +364,13 @@ func writeReplay(w io.Writer, rep *report) {
 	none := "nothing (no steps around it)"
 	fmt.Fprintf(w, "## The paced window replayed as a step\n\n"+
 		"The window's rate over its second half, %.0f pastes/s, run again as a step after it (`replay`), from the same backlog "+
-		"after %s of the load alone: the drain ran at %.0f pastes/s for %s and the users' p99 read %.1f ms. That is %.2f× the "+
+		"after %s of the load alone and %s of the drain unmeasured: the drain ran at %.0f pastes/s for %s and the users' p99 "+
+		"read %.1f ms. That is %.2f× the "+
 		"load alone just before it (%.1f ms), where the window read %.2f× against the load alone before it and the front "+
 		"reads %s at that rate; and %.2f× the window's baseline, where the front, every step read against that baseline, reads %s. "+
 		"A replay that reads what the window read says the users' latency moved between the steps and the window; one that "+
 		"reads what the front reads says the window's own drain cost them more than a steady one.\n\n",
-		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio, r.level,
+		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepSettle.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio, r.level,
 		d.usersRatio(), ratioOr(at, none), rOne.ratio, ratioOr(atOne, none))
 }
 

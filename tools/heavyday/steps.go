@@ -46,6 +46,16 @@ func defaultStepWarmup(pastes int) time.Duration {
 	return perTenMillion(3*time.Minute, 20*time.Second, pastes)
 }
 
+// defaultStepSettle is how long a step's drain runs before its measured minute: a minute at ten
+// million, in proportion below that, and at least 20 s. The users' latency does not answer a drain
+// at once: at ten million, held five minutes at 2,000 pastes/s, the users' p99 over 20 s read 14 to
+// 16 ms in the drain's first minute and 17 to 21 ms in the next three (at 3,000 pastes/s alike;
+// at 1,000, no rise), so a step measured from the drain's first second read the front low and its
+// crossing high (docs/performance.md, "What run Q says").
+func defaultStepSettle(pastes int) time.Duration {
+	return perTenMillion(time.Minute, 20*time.Second, pastes)
+}
+
 // stepLevelSpan is how much of a step's warm-up, at its end, is recorded as the step's level with
 // no drain: as long as the step, at most half the warm-up.
 func (c config) stepLevelSpan() time.Duration { return min(c.stepLength, c.stepWarmup/2) }
@@ -148,8 +158,8 @@ func frontAt(points []frontPoint, rate float64) float64 {
 }
 
 // step starts the replicas with the drain held at budget and the foreground load on them, and once
-// -step-warmup has passed, starts the drain and measures both for -step-length (or until the
-// backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
+// -step-warmup has passed, starts the drain, lets it settle for -step-settle, and measures both for
+// -step-length (or until the backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
 // out of the step's p99; its end, as long as the step (at most half the warm-up), is recorded as the
 // step's own level with no drain: the load alone on the same replicas, a minute before the drain.
 func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
@@ -183,21 +193,47 @@ func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
 		d.baseline = fg.take()
 	}
 	if err == nil {
-		err = b.follow(ctx, st, rs, d, time.Now().Add(b.cfg.stepLength))
+		settle := b.cfg.stepSettle
+		err = b.follow(ctx, st, rs, d, time.Now().Add(settle+b.cfg.stepLength), settle, func() { fg.take() })
 		d.during = fg.take()
 	}
 	close(stop)
 	<-done
 	d.peakRSS = stopReplicas(rs)
-	b.logf("%s: %.0f pastes/s, users' p99 %s (%s the minute before)", d.name, d.rate(), ms(statsOf(d.during).p99), ms(statsOf(d.baseline).p99))
+	b.logf("%s: %.0f pastes/s, users' p99 %s (%s the minute before); by %s, before: %s; during: %s", d.name, d.rate(),
+		ms(statsOf(d.during).p99), ms(statsOf(d.baseline).p99), stepSlice,
+		fmtMs(windowP99s(d.baseline, stepSlice)), fmtMs(windowP99s(d.during, stepSlice)))
 	return stepResult{stepSpec: spec, d: d}, err
+}
+
+// stepSlice is the span of the p99s a step logs in its course: the users answer a drain some 20 s
+// late (docs/design.md, "Pacing the drain"), so the first of a step's slices may read its level.
+const stepSlice = 20 * time.Second
+
+// fmtMs formats p99s (ms) as a list.
+func fmtMs(vs []float64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strings.Join(parts, " ")
 }
 
 // windowedP99 is the p99 of outs as the steps measure theirs: over windows of length, the median
 // of the windows' p99s, so that a baseline of ten minutes compares with steps of one.
 func windowedP99(outs []outcome, length time.Duration) float64 {
-	if len(outs) == 0 {
+	p99s := windowP99s(outs, length)
+	if len(p99s) == 0 {
 		return math.NaN()
+	}
+	slices.Sort(p99s)
+	return p99s[len(p99s)/2]
+}
+
+// windowP99s is the p99 (ms) of each window of length of outs, in time order from the first.
+func windowP99s(outs []outcome, length time.Duration) []float64 {
+	if len(outs) == 0 {
+		return nil
 	}
 	sorted := slices.SortedFunc(slices.Values(outs), func(a, b outcome) int { return a.at.Compare(b.at) })
 	var p99s []float64
@@ -206,8 +242,7 @@ func windowedP99(outs []outcome, length time.Duration) float64 {
 			p99s = append(p99s, v)
 		}
 	}
-	slices.Sort(p99s)
-	return p99s[len(p99s)/2]
+	return p99s
 }
 
 // frontPoint is a step as the report places it: its drain rate and the users' p99 over their
