@@ -49,9 +49,10 @@ func defaultStepWarmup(pastes int) time.Duration {
 // defaultStepSettle is how long a step's drain runs before its measured minute: a minute at ten
 // million, in proportion below that, and at least 20 s. The users' latency does not answer a drain
 // at once: at ten million, held five minutes at 2,000 pastes/s, the users' p99 over 20 s read 14 to
-// 16 ms in the drain's first minute and 17 to 21 ms in the next three (at 3,000 pastes/s alike;
-// at 1,000, no rise), so a step measured from the drain's first second read the front low and its
-// crossing high (docs/performance.md, "What run Q says").
+// 16 ms in the drain's first minute and 17 to 25 ms in the next three (at 3,000, 16 to 17 ms in
+// its second minute and 16 to 30 in the two after; at 1,000, no rise), so a step measured from the
+// drain's first second read the front low and its crossing high (docs/performance.md, "What run Q
+// says").
 func defaultStepSettle(pastes int) time.Duration {
 	return perTenMillion(time.Minute, 20*time.Second, pastes)
 }
