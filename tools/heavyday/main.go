@@ -113,7 +113,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (c
 	fs.DurationVar(&cfg.baseline, "baseline", 0, "length of the baseline load (default: the window's)")
 	steps := fs.String("steps", "250,1000,2000,3000,4000,0", "budgets of the steps, pastes/s for the deployment (0: none); 250@100: that budget in batches of 100, beside the front (the front is the steps at -batch-size)")
 	fs.DurationVar(&cfg.stepLength, "step-length", time.Minute, "how long each step is measured")
-	fs.DurationVar(&cfg.stepSettle, "step-settle", -1, "how long each step's drain runs before it is measured (default: 1 minute per 10 million pastes, at least 20s; 0: none)")
+	fs.DurationVar(&cfg.stepSettle, "step-settle", -1, "how long each step's drain runs before it is measured, at most until half the backlog is gone (default: 1 minute per 10 million pastes, at least 20s; 0: none)")
 	fs.DurationVar(&cfg.stepWarmup, "step-warmup", 0, "how long each step runs the foreground load before the drain starts and the measurement with it (default: 3 minutes per 10 million pastes, at least 20s)")
 	fs.Float64Var(&cfg.budget, "latency-budget", 1.5, "PASTEBIN_CLEANUP_LATENCY_BUDGET of the drain under load, and the users' p99 the report holds the steps and the window to")
 	fs.StringVar(&cfg.pacing, "pacing", "auto", "PASTEBIN_CLEANUP_PACING of the drain under load: auto or off")
