@@ -241,8 +241,8 @@ func (b *bench) startLoad(ctx context.Context, rs []*replica, stop, done chan st
 // and settled is called when the measurement starts.
 func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *drainResult, until time.Time, settle time.Duration, settled func()) error {
 	var ids []int64
+	var err error
 	if settle > 0 {
-		var err error
 		if ids, err = b.startRuns(ctx, rs, d); err != nil {
 			return err
 		}
@@ -251,7 +251,6 @@ func (b *bench) follow(ctx context.Context, st *store.Store, rs []*replica, d *d
 		}
 		settled()
 	}
-	var err error
 	if d.before, err = readDBStats(ctx, st.Pool()); err != nil {
 		return err
 	}

@@ -160,9 +160,10 @@ func frontAt(points []frontPoint, rate float64) float64 {
 
 // step starts the replicas with the drain held at budget and the foreground load on them, and once
 // -step-warmup has passed, starts the drain, lets it settle for -step-settle, and measures both for
-// -step-length (or until the backlog is gone). The warm-up keeps the replicas' start (new connections, their first gauges)
-// out of the step's p99; its end, as long as the step (at most half the warm-up), is recorded as the
-// step's own level with no drain: the load alone on the same replicas, a minute before the drain.
+// -step-length (or until the backlog is gone). The warm-up keeps the replicas' start (new
+// connections, their first gauges) out of the step's p99; its end, as long as the step (at most
+// half the warm-up), is recorded as the step's own level with no drain: the load alone on the same
+// replicas, a minute before the drain.
 func (b *bench) step(ctx context.Context, spec stepSpec) (stepResult, error) {
 	d := &drainResult{name: "step at " + spec.name(b.cfg.batchSize), pacing: "off"}
 	logs := filepath.Join(b.cfg.out, "logs", fmt.Sprintf("step-%d-batch-%d", spec.budget, spec.batch))
