@@ -201,7 +201,8 @@ func writeFront(w io.Writer, rep *report) {
 	fmt.Fprintf(w, "## The front: the users' latency at fixed budgets\n\n"+
 		"Each step restores the same backlog, starts both replicas with `PASTEBIN_CLEANUP_PACING=off` and the budget as "+
 		"`PASTEBIN_CLEANUP_MAX_RATE` (the deployment's), runs the foreground load alone for %s (the replicas' start; its last "+
-		"%s is the step's level with no drain), then starts the drain, lets it run %s unmeasured (the users answer a drain late), "+
+		"%s is the step's level with no drain), then starts the drain, lets it run %s unmeasured (the users answer a drain late; less if half the "+
+		"backlog goes first), "+
 		"and measures %s under the load. A step's users' p99 "+
 		"is read against that level, as the paced window's is against the load alone just before it. The last columns read "+
 		"it against the window's baseline instead, over windows as long (the median of its windows' p99s), as the reports "+
@@ -370,7 +371,8 @@ func writeReplay(w io.Writer, rep *report) {
 		"reads %s at that rate; and %.2f× the window's baseline, where the front, every step read against that baseline, reads %s. "+
 		"A replay that reads what the window read says the users' latency moved between the steps and the window; one that "+
 		"reads what the front reads says the window's own drain cost them more than a steady one.\n\n",
-		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepSettle.Seconds()), r.rate, secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio, r.level,
+		settledRate(d), secs(rep.cfg.stepWarmup.Seconds()), secs(rep.cfg.stepSettle.Seconds()), r.rate,
+		secs(rep.cfg.stepLength.Seconds()), r.p99, r.ratio, r.level,
 		d.usersRatio(), ratioOr(at, none), rOne.ratio, ratioOr(atOne, none))
 }
 
