@@ -170,7 +170,7 @@ pg_settings() {
   case "$profile" in
     # Tests throw their databases away: durability buys nothing there.
     test)  echo "$common -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c shared_buffers=256MB" ;;
-    bench) echo "$common -c shared_buffers=2GB -c work_mem=64MB -c wal_buffers=64MB -c max_wal_size=16GB -c checkpoint_timeout=30min -c shared_preload_libraries=pg_stat_statements -c log_lock_waits=on" ;;
+    bench) echo "$common -c shared_buffers=2GB -c work_mem=64MB -c wal_buffers=64MB -c max_wal_size=16GB -c checkpoint_timeout=30min -c shared_preload_libraries=pg_stat_statements -c log_lock_waits=on -c log_autovacuum_min_duration=0 -c log_checkpoints=on" ;;
     *)     echo "$common" ;;
   esac
 }
