@@ -67,6 +67,9 @@ const (
 	// lowestAimShare: however wide that spread, the aim stays at this share of the budget in log
 	// terms or more (budget 1.5: 1.2), where the measured fronts read at a few hundred pastes/s.
 	lowestAimShare = 0.45
+	// seriesGap: a cut this long after the last begins a new series of cuts; the rate before a
+	// series is the last one the users took within their budget.
+	seriesGap = 2 * controllerWindow
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
@@ -87,6 +90,11 @@ type controller struct {
 	rate      float64
 	knee      float64 // pastes/s; +Inf before the budget was ever broken
 	holdUntil time.Time
+	lastCut   time.Time
+	// before is the rate before the last series of cuts; floorOver, since when the signal has
+	// stayed over the budget with the rate at the floor (zero: it has not).
+	before    float64
+	floorOver time.Time
 	calmSince time.Time // since when the signal has stayed under the aim; zero: since before the drain, whose level the signal is measured against
 	last      time.Time
 	reason    string
@@ -134,15 +142,44 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 	case signal > budget && now.Before(c.holdUntil):
 		// The last cut has not shown in the signal yet.
 	case signal > budget:
-		c.rate *= max(deepestCut, aim/signal)
-		c.knee = c.rate
-		c.holdUntil = now.Add(c.window / holdShare)
-		c.reason = reasonOverBudget
+		c.cut(now, signal, aim)
 	default:
 		c.ease(now, dt, signal, aim)
 	}
 	c.clamp(throughput)
+	c.excuseTheDrain(now, signal > budget)
 	return c.rate
+}
+
+// cut cuts the rate by aim/signal, deepestCut at most, and leaves the knee there.
+func (c *controller) cut(now time.Time, signal, aim float64) {
+	if now.Sub(c.lastCut) > c.scale(seriesGap) {
+		c.before = c.rate
+	}
+	c.rate *= max(deepestCut, aim/signal)
+	c.knee = c.rate
+	c.holdUntil, c.lastCut = now.Add(c.window/holdShare), now
+	c.reason = reasonOverBudget
+}
+
+// excuseTheDrain undoes what a series of cuts taught the knee once the signal has stayed over the
+// budget for a whole window with the drain at its floor: the floor is set low enough never to
+// break the budget on its own, so the users' latency rose for a reason of the day's (a stall of
+// the disk, another tenant), and the cuts that followed it down say nothing of the rate the
+// users can take. When the signal comes back under the aim, the rate climbs fast again to near
+// the rate before the cuts, not slowly from the floor: run Q's window spent its last five minutes
+// at the floor after two such stalls (docs/heavyday-10m-q.md).
+func (c *controller) excuseTheDrain(now time.Time, over bool) {
+	if !over || c.rate > c.floor {
+		c.floorOver = time.Time{}
+		return
+	}
+	if c.floorOver.IsZero() {
+		c.floorOver = now
+	}
+	if now.Sub(c.floorOver) >= c.window && c.before > c.knee {
+		c.knee = c.before
+	}
 }
 
 // usersAim is the aim for the users' signal: aimShare of the budget, lowered by the spread

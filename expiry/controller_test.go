@@ -396,3 +396,39 @@ func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestPacingRecoversFromTheDaysStall: the users' latency doubles for two minutes for a reason of
+// the day's, whatever the drain does. The controller cuts the drain to its floor, where the
+// signal stays over the budget: not the drain's. In the fifth minute after the stall's end the
+// rate is back within a quarter of the rate before it (when the cuts set the knee at the floor,
+// it was still under a quarter of it), and the users' p99 over those minutes is within budget.
+func TestPacingRecoversFromTheDaysStall(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(5) {
+		pl := measuredPlant(seed)
+		s := newSimulation(t, pl, 2, autoPacing())
+		baseline := s.p99(s.now.Add(-baselineSpan), s.now)
+		s.run(6 * time.Minute)
+		before := pl.meanRate(s.now.Add(-time.Minute), s.now)
+		from, to := s.now, s.now.Add(2*time.Minute)
+		pl.day = func(at time.Time) float64 {
+			if at.After(from) && at.Before(to) {
+				return 2
+			}
+			return 1
+		}
+		s.run(2 * time.Minute)
+		if r := s.rate(); r > 1.5*autoPacing().MinRate {
+			t.Errorf("seed %d: at the stall's end the rate is %.0f, want near the floor", seed, r)
+		}
+		ended := s.now
+		s.run(5 * time.Minute)
+		if r := pl.meanRate(s.now.Add(-time.Minute), s.now); r < settledShare*before {
+			t.Errorf("seed %d: five minutes after the stall the rate is %.0f, want within a quarter of %.0f", seed, r, before)
+		}
+		if r := s.p99(ended, s.now) / baseline; r > 1.5 {
+			t.Errorf("seed %d: after the stall the users' p99 was %.2f times the baseline's, want at most 1.5", seed, r)
+		}
+		t.Logf("seed %d: before %.0f, after %.0f; p99 %.2f", seed, before, pl.meanRate(s.now.Add(-time.Minute), s.now), s.p99(ended, s.now)/baseline)
+	}
+}

@@ -37,8 +37,11 @@ type plant struct {
 	// stalls is the share of windows that hold a stall (a finishing batch's, a checkpoint's), whose
 	// p99 reads stallRatio times higher.
 	stalls, stallRatio float64
-	rng                *rand.Rand
-	history            []ratePoint
+	// day, when set, multiplies the users' p99 at a time whatever the drain does: the day's own
+	// slow stretches, which the drain did not make.
+	day     func(time.Time) float64
+	rng     *rand.Rand
+	history []ratePoint
 }
 
 type ratePoint struct {
@@ -134,6 +137,9 @@ func (pl *plant) Read(_ context.Context, from, to time.Time) (cache.Latencies, e
 		p99 := pl.baseline * pl.ratio(pl.tailRate(start, end)) * math.Exp(pl.noise*pl.rng.NormFloat64())
 		if pl.rng.Float64() < pl.stalls {
 			p99 *= pl.stallRatio
+		}
+		if pl.day != nil {
+			p99 *= pl.day(end)
 		}
 		p99s = append(p99s, p99)
 	}
