@@ -13,6 +13,8 @@ const (
 	reasonAtBudget   = "at_budget"   // the latency is between its aim and its budget: the rate eases off
 	reasonOverBudget = "over_budget" // the latency went over its budget: the rate was cut
 	reasonNoSignal   = "no_signal"   // nothing to steer by yet: the rate holds
+	// reasonReadingLevel: held at the floor while the users' level is read again (levelEvery).
+	reasonReadingLevel = "reading_level"
 )
 
 // Where the controller's signal comes from.
@@ -181,6 +183,10 @@ func (c *controller) excuseTheDrain(now time.Time, over bool) {
 		c.knee = c.before
 	}
 }
+
+// resume carries on from now after the drain was held at its floor: the time it was held is not
+// the controller's to integrate.
+func (c *controller) resume(now time.Time) { c.last = now }
 
 // usersAim is the aim for the users' signal: aimShare of the budget, lowered by the spread
 // between the p99 the users feel over minutes and the signal's median (a noisy signal held at

@@ -432,3 +432,47 @@ func TestPacingRecoversFromTheDaysStall(t *testing.T) {
 		t.Logf("seed %d: before %.0f, after %.0f; p99 %.2f", seed, before, pl.meanRate(s.now.Add(-time.Minute), s.now), s.p99(ended, s.now)/baseline)
 	}
 }
+
+// TestPacingReadsTheLevelAgain: 6 minutes into a drain the day's own latency rises by 60% (or
+// falls by 40%) for good. Without reading the users' level again the drain sat at its floor for
+// the hour (or took the users to 2.3 times their new level). Reading it every levelEvery, over
+// the last 20 minutes of the hour the users' p99 is within budget of the day's new level and the
+// drain runs at half the front's crossing or more; while it reads, the drain is at its floor, and
+// then it goes back to the rate it had.
+func TestPacingReadsTheLevelAgain(t *testing.T) {
+	t.Parallel()
+	for _, shift := range []float64{1.6, 0.6} {
+		for seed := range uint64(3) {
+			pl := measuredPlant(seed)
+			s := newSimulation(t, pl, 2, autoPacing())
+			s.run(6 * time.Minute)
+			from := s.now
+			pl.day = func(at time.Time) float64 {
+				if at.After(from) {
+					return shift
+				}
+				return 1
+			}
+			s.run(levelEvery - 6*time.Minute - 2*time.Second)
+			before := s.rate()
+			s.run(levelSettle + levelRead)
+			if r := s.rate(); r != autoPacing().MinRate || s.replicas[1].p.current.Reason != reasonReadingLevel {
+				t.Errorf("shift %.1f, seed %d: reading the level, the rate is %.0f (%s), want the floor", shift, seed, r, s.replicas[1].p.current.Reason)
+			}
+			s.run(5 * time.Second)
+			if r := s.rate(); shift < 1 && math.Abs(r-before) > 0.01*before {
+				t.Errorf("shift %.1f, seed %d: after reading the level the rate is %.0f, want the %.0f before", shift, seed, r, before)
+			}
+			s.run(time.Hour - levelEvery - levelSettle - levelRead - 3*time.Second)
+			last := s.now.Add(-20 * time.Minute)
+			if r := s.p99(last, s.now) / (pl.baseline * shift); r > 1.5 {
+				t.Errorf("shift %.1f, seed %d: the users' p99 %.2f times the day's level, want at most 1.5", shift, seed, r)
+			}
+			if r := pl.meanRate(last, s.now); r < 0.5*pl.best(1.5) {
+				t.Errorf("shift %.1f, seed %d: the drain at %.0f pastes/s, want at least half of %.0f", shift, seed, r, pl.best(1.5))
+			}
+			t.Logf("shift %.1f, seed %d: the last 20 minutes at %.0f pastes/s (%.2f of the crossing), the users' p99 %.2f times the day's level",
+				shift, seed, pl.meanRate(last, s.now), pl.meanRate(last, s.now)/pl.best(1.5), s.p99(last, s.now)/(pl.baseline*shift))
+		}
+	}
+}

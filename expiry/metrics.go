@@ -56,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		pacingSignal:      gauge("pacing_signal_ratio", "Automatic pacing: the signal the controller steers by, a latency over its level before the drain (1: unchanged)."),
 		pacingAim:         gauge("pacing_aim_ratio", "Automatic pacing: where the controller holds its signal: the users' p99 under the budget by their signal's measured spread, or the finishing latency at the budget (its own is the budget squared)."),
 		pacingController:  gauge("pacing_controller", "1 while this process runs the controller that sets the deployment's rate."),
-		pacingReason:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pastebin_cleanup_pacing_reason", Help: "1 for why the deployment's drain runs at its rate now: max_rate, min_rate, rising, at_budget, over_budget or no_signal; none of them: no limit."}, []string{"reason"}),
+		pacingReason:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pastebin_cleanup_pacing_reason", Help: "1 for why the deployment's drain runs at its rate now: max_rate, min_rate, rising, at_budget, over_budget, no_signal or reading_level; none of them: no limit."}, []string{"reason"}),
 		claimSeconds:      latency("claim_seconds", "Time to claim one batch."),
 		finishSeconds:     latency("finish_seconds", "Time of the transaction finishing one batch."),
 		blobDeleteSeconds: latency("blob_delete_seconds", "Time of one S3 multi-object delete (DeleteObjects) of freed blobs."),

@@ -232,7 +232,8 @@ func (p *pacer) publish() {
 	p.metrics.pacingController.Set(b2f(holding))
 }
 
-var allReasons = []string{reasonMaxRate, reasonMinRate, reasonRising, reasonAtBudget, reasonOverBudget, reasonNoSignal}
+var allReasons = []string{reasonMaxRate, reasonMinRate, reasonRising, reasonAtBudget, reasonOverBudget, reasonNoSignal,
+	reasonReadingLevel}
 
 func b2f(b bool) float64 {
 	if b {

@@ -120,6 +120,7 @@ type pace struct {
 	Baseline   float64   `json:"baseline_seconds"` // the users' p99 before the drain; 0: unknown
 	Controller string    `json:"controller"`       // the process that runs the controller
 	Began      time.Time `json:"began"`            // when this drain's controller first ran
+	LevelAt    time.Time `json:"level_read_at"`    // when the users' level was last read
 	At         time.Time `json:"at"`
 }
 

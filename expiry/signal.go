@@ -22,6 +22,14 @@ const (
 	// windows are kept ten minutes (cache), and the pace that says when the last paced drain was,
 	// as long (cmd/pastebin, paceTTL).
 	baselineSpan = 5 * time.Minute
+	// levelEvery: the users' level is read again after this much of a drain, with the drain held
+	// at its floor for levelSettle (the users' latency answers the drain's rate some 20 s late)
+	// and then levelRead, over which their p99 is read (signals.relevel): a level read once goes
+	// stale over a drain of hours (10 million at 1,000 pastes/s is nearly three), as the day's
+	// traffic rises and falls. It costs the drain 90 s at its floor in every 20 minutes.
+	levelEvery  = 20 * time.Minute
+	levelSettle = 30 * time.Second
+	levelRead   = time.Minute
 	// afterDrain: the level leaves out this long after the last drain's last pace: the users'
 	// latency answers a drain's rate some 20 s late, and a run's outbox and purge come after its
 	// drain. paceFresh leaves at least this much of the span.
@@ -57,6 +65,19 @@ func (s *signals) setBaseline(ctx context.Context, lastDrain, now time.Time) {
 		from = after
 	}
 	l, err := s.users.Read(ctx, from, now)
+	if err == nil && l.Total >= minUserRequests {
+		s.baseline = l.Quantile(0.99)
+	}
+}
+
+// relevel reads the users' p99 over (from, to], a span with the drain at its floor, as their
+// level now; it leaves the level as it was when too few requests came. A read over a minute is
+// noisier than the five minutes before the drain, but one that kept part of the level before
+// followed the day slowly: simulated, a level that rose by 60% held the drain under a fifth of
+// the crossing for the twenty minutes after the first read with half of it kept, and at three
+// quarters of it with none (TestPacingReadsTheLevelAgain).
+func (s *signals) relevel(ctx context.Context, from, to time.Time) {
+	l, err := s.users.Read(ctx, from, to)
 	if err == nil && l.Total >= minUserRequests {
 		s.baseline = l.Quantile(0.99)
 	}

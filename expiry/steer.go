@@ -26,6 +26,9 @@ type steering struct {
 	readings   []reading
 	spreadSpan time.Duration
 	spreadNext time.Time // when the spread is read next
+	// levelAt is when the users' level was last read; reading, when the drain was held at its
+	// floor to read it again (zero: it is not).
+	levelAt, reading time.Time
 }
 
 type reading struct {
@@ -151,12 +154,15 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 		}
 	}
 	if !last.Began.IsZero() && now.Sub(last.At) < paceFresh {
-		st.began, st.signals.baseline = last.Began, last.Baseline
+		st.began, st.signals.baseline, st.levelAt = last.Began, last.Baseline, last.LevelAt
+		if st.levelAt.IsZero() { // published by a version that did not read the level again
+			st.levelAt = last.Began
+		}
 		st.ctl.rate = min(max(last.Rate, st.ctl.floor), st.ctl.ceiling)
 		st.ctl.spread = max(1, last.Spread)
 		st.ctl.aim = st.ctl.usersAim()
 	} else {
-		st.began = now
+		st.began, st.levelAt = now, now
 		st.signals.setBaseline(ctx, last.At, now)
 	}
 	p.setHolding(true)
@@ -165,33 +171,87 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	return st
 }
 
-// step steps the controller and publishes its pace.
+// step steps the controller and publishes its pace; or, while the users' level is read again,
+// holds the drain at its floor.
 func (p *pacer) step(ctx context.Context, st *steering, now time.Time) {
 	st.next = now.Add(p.cfg.scaled(controllerTick))
+	if p.readLevel(ctx, st, now) {
+		return
+	}
 	signal, source, ok := st.signals.read(ctx, now)
 	if ok && source == sourceUsers && st.ctl.reachedAim() {
 		st.ctl.spread = st.spread(ctx, now, signal)
 	}
 	before, cutAt := st.ctl.reason, st.ctl.holdUntil
-	r := st.ctl.step(now, signal, source, ok, st.throughput(now, p.totalNow()))
+	st.ctl.step(now, signal, source, ok, st.throughput(now, p.totalNow()))
 	if st.ctl.holdUntil != cutAt { // counted by the controller alone, not by every replica that follows
 		p.metrics.slowdowns.WithLabelValues(reasonOverBudget).Inc()
 	}
-	pc := pace{Rate: r, Reason: st.ctl.reason, Signal: st.ctl.signal, Aim: st.ctl.aim, Spread: st.ctl.spread,
-		Source: st.ctl.source, Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began, At: now}
+	pc := st.pace(p, now)
+	p.publishPace(ctx, pc)
+	if pc.Reason != before && (pc.Reason == reasonOverBudget || before == reasonOverBudget) {
+		p.logger.InfoContext(ctx, "cleanup pacing", "rate", pc.Rate, "reason", pc.Reason, "signal", pc.Signal,
+			"source", pc.Source, "budget", pc.Budget)
+	}
+}
+
+// pace is the controller's decision at now, as the replicas share it.
+func (st *steering) pace(p *pacer, now time.Time) pace {
+	c := st.ctl
+	pc := pace{Rate: c.rate, Reason: c.reason, Signal: c.signal, Aim: c.aim, Spread: c.spread, Source: c.source,
+		Budget: p.cfg.LatencyBudget, Baseline: st.signals.baseline, Controller: p.member, Began: st.began,
+		LevelAt: st.levelAt, At: now}
 	if math.IsInf(pc.Rate, 1) {
 		pc.Rate = 0
 	}
+	return pc
+}
+
+// publishPace puts pc in force here and shares it with the other replicas.
+func (p *pacer) publishPace(ctx context.Context, pc pace) {
 	p.setPace(pc)
 	if p.shared.Pace != nil {
 		if err := p.shared.Pace.Store(ctx, pc); err != nil {
 			p.redisFailed(err)
 		}
 	}
-	if pc.Reason != before && (pc.Reason == reasonOverBudget || before == reasonOverBudget) {
-		p.logger.InfoContext(ctx, "cleanup pacing", "rate", pc.Rate, "reason", pc.Reason, "signal", pc.Signal,
-			"source", pc.Source, "budget", pc.Budget)
+}
+
+// readLevel reads the users' level again once the last read is levelEvery old, as BBR reads a
+// path's shortest round trip again by draining its queue: it holds the drain at its floor for
+// levelSettle and levelRead and reads their p99 over the last levelRead (signals.relevel). Once
+// the level is read the drain goes back to the rate the controller had, and the controller steps
+// again a signal window later, when its window no longer holds the floor; its throughput is
+// measured from then, so the floor's low throughput does not clamp the rate. It says whether it
+// published the pace of this step. Without the users' level (the database's signal) there is
+// nothing to read.
+func (p *pacer) readLevel(ctx context.Context, st *steering, now time.Time) bool {
+	if st.signals.baseline <= 0 {
+		return false
 	}
+	if st.reading.IsZero() {
+		if now.Sub(st.levelAt) < p.cfg.scaled(levelEvery) {
+			return false
+		}
+		st.reading = now
+		p.logger.InfoContext(ctx, "cleanup pacing holds the drain at its floor to read the users' level again",
+			"rate", st.ctl.rate, "level_seconds", st.signals.baseline)
+	}
+	read := p.cfg.scaled(levelRead)
+	if now.Sub(st.reading) < p.cfg.scaled(levelSettle)+read {
+		pc := st.pace(p, now)
+		pc.Rate, pc.Reason = st.ctl.floor, reasonReadingLevel
+		p.publishPace(ctx, pc)
+		return true
+	}
+	st.signals.relevel(ctx, now.Add(-read), now)
+	st.levelAt, st.reading, st.claims = now, time.Time{}, nil
+	st.ctl.resume(now)
+	st.next = now.Add(st.signals.window)
+	p.publishPace(ctx, st.pace(p, now))
+	p.logger.InfoContext(ctx, "cleanup pacing read the users' level again", "level_seconds", st.signals.baseline,
+		"rate", st.ctl.rate)
+	return true
 }
 
 // spread records the users' signal at now, once the first climb is over (a climb's low readings

@@ -55,7 +55,7 @@ type RunCounts struct {
 type RunPacing struct {
 	Mode          string   `json:"mode"`           // off, max_rate or auto
 	RateLimit     *float64 `json:"rate_limit"`     // pastes/s for the whole deployment now; null: no limit
-	Reason        string   `json:"reason"`         // why the rate is what it is: max_rate, min_rate, rising, at_budget, over_budget, no_signal
+	Reason        string   `json:"reason"`         // why the rate is what it is: max_rate, min_rate, rising, at_budget, over_budget, no_signal, reading_level
 	Signal        float64  `json:"signal"`         // auto: the latency steered by, over its level before the drain
 	Aim           float64  `json:"aim"`            // auto: where the controller holds the signal, under the budget
 	Source        string   `json:"source"`         // auto: users (their p99) or database (the finishing transaction)
