@@ -19,7 +19,7 @@ const (
 
 // Where the controller's signal comes from.
 const (
-	sourceUsers    = "users"    // the users' request latency (p99) over its level before the drain
+	sourceUsers    = "users"    // the users' request latency (p99) over its level
 	sourceDatabase = "database" // the finishing transaction's latency over its own recent minimum
 )
 
@@ -69,9 +69,12 @@ const (
 	// lowestAimShare: however wide that spread, the aim stays at this share of the budget in log
 	// terms or more (budget 1.5: 1.2), where the measured fronts read at a few hundred pastes/s.
 	lowestAimShare = 0.45
-	// seriesGap: a cut this long after the last begins a new series of cuts; the rate before a
-	// series is the last one the users took within their budget.
+	// seriesGap: a cut this long after the last begins a new series of cuts.
 	seriesGap = 2 * controllerWindow
+	// excuseAfter: the signal over the budget this long with the drain at its floor is not the
+	// drain's (controller.excuseTheDrain). Two windows: the users' p99 over a window answers the
+	// rate some 20 s late, so after one window at the floor it still holds the rates before it.
+	excuseAfter = 2 * controllerWindow
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
@@ -93,8 +96,9 @@ type controller struct {
 	knee      float64 // pastes/s; +Inf before the budget was ever broken
 	holdUntil time.Time
 	lastCut   time.Time
-	// before is the rate before the last series of cuts; floorOver, since when the signal has
-	// stayed over the budget with the rate at the floor (zero: it has not).
+	// before is the rate when the first cut of the last series came (usually the one that broke
+	// the budget); floorOver, since when the signal has stayed over the budget with the rate at the
+	// floor (zero: it has not).
 	before    float64
 	floorOver time.Time
 	calmSince time.Time // since when the signal has stayed under the aim; zero: since before the drain, whose level the signal is measured against
@@ -165,7 +169,7 @@ func (c *controller) cut(now time.Time, signal, aim float64) {
 }
 
 // excuseTheDrain undoes what a series of cuts taught the knee once the signal has stayed over the
-// budget for a whole window with the drain at its floor: the floor is set low enough never to
+// budget for excuseAfter with the drain at its floor: the floor is set low enough never to
 // break the budget on its own, so the users' latency rose for a reason of the day's (a stall of
 // the disk, another tenant), and the cuts that followed it down say nothing of the rate the
 // users can take. When the signal comes back under the aim, the rate climbs fast again to near
@@ -179,7 +183,7 @@ func (c *controller) excuseTheDrain(now time.Time, over bool) {
 	if c.floorOver.IsZero() {
 		c.floorOver = now
 	}
-	if now.Sub(c.floorOver) >= c.window && c.before > c.knee {
+	if now.Sub(c.floorOver) >= c.scale(excuseAfter) && c.before > c.knee {
 		c.knee = c.before
 	}
 }

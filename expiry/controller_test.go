@@ -397,7 +397,7 @@ func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
 	}
 }
 
-// TestPacingRecoversFromTheDaysStall: the users' latency doubles for two minutes for a reason of
+// TestPacingRecoversFromTheDaysStall: the users' latency doubles for three minutes for a reason of
 // the day's, whatever the drain does. The controller cuts the drain to its floor, where the
 // signal stays over the budget: not the drain's. In the fifth minute after the stall's end the
 // rate is back within a quarter of the rate before it (when the cuts set the knee at the floor,
@@ -410,14 +410,14 @@ func TestPacingRecoversFromTheDaysStall(t *testing.T) {
 		baseline := s.p99(s.now.Add(-baselineSpan), s.now)
 		s.run(6 * time.Minute)
 		before := pl.meanRate(s.now.Add(-time.Minute), s.now)
-		from, to := s.now, s.now.Add(2*time.Minute)
+		from, to := s.now, s.now.Add(3*time.Minute)
 		pl.day = func(at time.Time) float64 {
 			if at.After(from) && at.Before(to) {
 				return 2
 			}
 			return 1
 		}
-		s.run(2 * time.Minute)
+		s.run(3 * time.Minute)
 		if r := s.rate(); r > 1.5*autoPacing().MinRate {
 			t.Errorf("seed %d: at the stall's end the rate is %.0f, want near the floor", seed, r)
 		}
@@ -474,5 +474,58 @@ func TestPacingReadsTheLevelAgain(t *testing.T) {
 			t.Logf("shift %.1f, seed %d: the last 20 minutes at %.0f pastes/s (%.2f of the crossing), the users' p99 %.2f times the day's level",
 				shift, seed, pl.meanRate(last, s.now), pl.meanRate(last, s.now)/pl.best(1.5), s.p99(last, s.now)/(pl.baseline*shift))
 		}
+	}
+}
+
+// TestPacingKeepsTheKneeOfItsOwnCollapse: the database slows to a twelfth of its speed, so the
+// drain breaks the budget at nearly any rate; the controller cuts it to its floor, and the signal
+// stays over the budget there while the users' latency answers the cuts some 20 s late. That is
+// the drain's doing, and the knee the cuts left holds: over the next eight minutes the users'
+// p99 is within budget.
+func TestPacingKeepsTheKneeOfItsOwnCollapse(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(5) {
+		pl := measuredPlant(seed)
+		s := newSimulation(t, pl, 2, autoPacing())
+		baseline := s.p99(s.now.Add(-baselineSpan), s.now)
+		s.run(6 * time.Minute)
+		for i := range pl.front {
+			pl.front[i].rate /= 12
+		}
+		s.run(2 * time.Minute)
+		from := s.now
+		s.run(8 * time.Minute)
+		if r := s.p99(from, s.now) / baseline; r > 1.5 {
+			t.Errorf("seed %d: after the collapse the users' p99 was %.2f times the baseline's, want at most 1.5", seed, r)
+		}
+		t.Logf("seed %d: %.0f pastes/s (crossing %.0f), users' p99 %.2f", seed, pl.meanRate(from, s.now), pl.best(1.5), s.p99(from, s.now)/baseline)
+	}
+}
+
+// TestPacingTakeoverDuringALevelRead: the replica that runs the controller dies while it holds
+// the drain at its floor to read the users' level. Its successor carries on with that read, not
+// one of its own, and goes back to the rate held when it ends.
+func TestPacingTakeoverDuringALevelRead(t *testing.T) {
+	t.Parallel()
+	pl := measuredPlant(3)
+	s := newSimulation(t, pl, 3, autoPacing())
+	s.run(levelEvery + levelSettle)
+	holder := s.holders()
+	pc := s.replicas[0].p.current
+	if pc.Reason != reasonReadingLevel || pc.Held <= pc.Rate {
+		t.Fatalf("%s into the drain the pace is %+v, want a level read holding a rate over the floor", levelEvery+levelSettle, pc)
+	}
+	for _, rp := range s.replicas {
+		if rp.p.member == holder[0] {
+			rp.alive = false
+		}
+	}
+	ends := pc.Reading.Add(levelSettle + levelRead)
+	s.run(ends.Sub(s.now) + 3*time.Second)
+	if after := s.holders(); len(after) != 1 || slices.Equal(after, holder) {
+		t.Fatalf("after %s holding the lease died: controllers %v", holder, after)
+	}
+	if r := s.rate(); math.Abs(r-pc.Held) > 0.01*pc.Held || s.live()[0].p.current.Reason == reasonReadingLevel {
+		t.Errorf("as the read begun before the takeover ends, the rate is %.0f (%s), want the %.0f held", r, s.live()[0].p.current.Reason, pc.Held)
 	}
 }

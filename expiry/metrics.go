@@ -53,7 +53,7 @@ func newMetrics(reg prometheus.Registerer, x *Expirer) *metrics {
 		failures:          prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_failures_total", Help: "Cleanup failures by stage; constraint: a batch refused on a wrong ref_count (then repaired)."}, []string{"stage"}),
 		slowdowns:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pastebin_cleanup_paced_total", Help: "Times the automatic pacing cut the deployment's rate, by reason, counted by the process that ran the controller."}, []string{"reason"}),
 		rateLimit:         gauge("rate_limit", "Pastes per second the whole deployment's drain may claim now (every replica draws from one budget); 0: no limit."),
-		pacingSignal:      gauge("pacing_signal_ratio", "Automatic pacing: the signal the controller steers by, a latency over its level before the drain (1: unchanged)."),
+		pacingSignal:      gauge("pacing_signal_ratio", "Automatic pacing: the signal the controller steers by, a latency over its level (1: unchanged)."),
 		pacingAim:         gauge("pacing_aim_ratio", "Automatic pacing: where the controller holds its signal: the users' p99 under the budget by their signal's measured spread, or the finishing latency at the budget (its own is the budget squared)."),
 		pacingController:  gauge("pacing_controller", "1 while this process runs the controller that sets the deployment's rate."),
 		pacingReason:      prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pastebin_cleanup_pacing_reason", Help: "1 for why the deployment's drain runs at its rate now: max_rate, min_rate, rising, at_budget, over_budget, no_signal or reading_level; none of them: no limit."}, []string{"reason"}),

@@ -112,16 +112,20 @@ type latencySource interface {
 type pace struct {
 	Rate       float64   `json:"rate"` // pastes/s for the whole deployment; 0: no limit
 	Reason     string    `json:"reason"`
-	Signal     float64   `json:"signal"` // the latency over its level before the drain
+	Signal     float64   `json:"signal"` // the latency over its level
 	Aim        float64   `json:"aim"`    // where the controller holds the signal
 	Spread     float64   `json:"spread"` // the users' aim is lowered by this (controller.usersAim)
 	Source     string    `json:"source"` // sourceUsers or sourceDatabase
 	Budget     float64   `json:"budget"`
-	Baseline   float64   `json:"baseline_seconds"` // the users' p99 before the drain; 0: unknown
+	Baseline   float64   `json:"baseline_seconds"` // the users' level, their p99 before the drain or at its last read; 0: unknown
 	Controller string    `json:"controller"`       // the process that runs the controller
 	Began      time.Time `json:"began"`            // when this drain's controller first ran
 	LevelAt    time.Time `json:"level_read_at"`    // when the users' level was last read
-	At         time.Time `json:"at"`
+	// Reading is when the drain was held at its floor to read the users' level again, and Held the
+	// controller's rate it goes back to then; zero while it is not.
+	Reading time.Time `json:"reading_since"`
+	Held    float64   `json:"held_rate"`
+	At      time.Time `json:"at"`
 }
 
 // paceFresh is how recent a published pace must be for a controller taking over to carry on with

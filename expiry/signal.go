@@ -13,8 +13,8 @@ const (
 	// requests; a p99 over fewer says little.
 	minUserRequests = 200
 	// baselineSpan: the users' level before the drain is their p99 over this span before the
-	// controller first ran (less where a drain ran in it). The level is read once and every signal
-	// of the drain is read against it, so its error is the whole drain's: on the heavy day the
+	// controller first ran (less where a drain ran in it). Every signal is read against it until it
+	// is read again (levelEvery), so its error is theirs: on the heavy day the
 	// one-minute levels of the load alone before its steps read a standard deviation of 10% of
 	// their mean on a quiet day, and a third apart on a noisy one (docs/performance.md, runs K and
 	// N); over five minutes of windows with the measured front's noise, forty simulated drains
@@ -39,7 +39,8 @@ const (
 	finishHorizon = 5 * time.Minute
 )
 
-// signals gives the controller its signal: the users' p99 over its level before the drain, read
+// signals gives the controller its signal: the users' p99 over their level (before the drain, and
+// read again every levelEvery of it), read
 // from every replica's latency windows, or, where too few requests come to judge by (the CLI, an
 // idle night), the finishing transaction's latency over its own recent low (its first quartile
 // over the last minutes). Both are ratios, 1 for no change: the second cancels what the table's
@@ -70,16 +71,23 @@ func (s *signals) setBaseline(ctx context.Context, lastDrain, now time.Time) {
 	}
 }
 
-// relevel reads the users' p99 over (from, to], a span with the drain at its floor, as their
-// level now; it leaves the level as it was when too few requests came. A read over a minute is
-// noisier than the five minutes before the drain, but one that kept part of the level before
-// followed the day slowly: simulated, a level that rose by 60% held the drain under a fifth of
-// the crossing for the twenty minutes after the first read with half of it kept, and at three
-// quarters of it with none (TestPacingReadsTheLevelAgain).
+// relevel reads the users' level now over (from, to], a span with the drain at its floor: the
+// lower of its two halves' p99s, so a stall of the day's in one of them is not taken for the
+// level (the lower of two reads is a little low, which holds the drain back, not the users); it
+// leaves the level as it was when too few requests came. A read over a minute is noisier than
+// the five minutes before the drain, but one that kept part of the level before followed the day
+// slowly: simulated, a level that rose by 60% held the drain under a fifth of the crossing for the
+// twenty minutes after the first read with half of it kept, and at three quarters of it with none
+// (TestPacingReadsTheLevelAgain).
 func (s *signals) relevel(ctx context.Context, from, to time.Time) {
-	l, err := s.users.Read(ctx, from, to)
-	if err == nil && l.Total >= minUserRequests {
-		s.baseline = l.Quantile(0.99)
+	if s.users == nil {
+		return
+	}
+	mid := from.Add(to.Sub(from) / 2)
+	first, err1 := s.users.Read(ctx, from, mid)
+	second, err2 := s.users.Read(ctx, mid, to)
+	if err1 == nil && err2 == nil && first.Total >= minUserRequests && second.Total >= minUserRequests {
+		s.baseline = min(first.Quantile(0.99), second.Quantile(0.99))
 	}
 }
 
@@ -96,7 +104,7 @@ func (s *signals) read(ctx context.Context, now time.Time) (ratio float64, sourc
 	return 0, sourceDatabase, false
 }
 
-// usersOver is the users' p99 over (from, to] against their level before the drain; ok is false
+// usersOver is the users' p99 over (from, to] against their level; ok is false
 // when it is unknown or too few requests came.
 func (s *signals) usersOver(ctx context.Context, from, to time.Time) (ratio float64, ok bool) {
 	if s.users == nil || s.baseline <= 0 {

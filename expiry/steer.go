@@ -132,7 +132,7 @@ func (p *pacer) follow(ctx context.Context) {
 
 // takeOver takes the controller's lease if nobody holds it and returns the steering, or nil. A
 // pace published lately is a drain going on: the new controller starts from its rate and keeps
-// its baseline. Otherwise the drain begins now, at the floor, and the users' p99 of the minutes
+// its baseline, and with a read of the users' level under way (readLevel). Otherwise the drain begins now, at the floor, and the users' p99 of the minutes
 // before (from afterDrain past the last pace, where that is later) is its baseline.
 func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	var release func()
@@ -158,7 +158,11 @@ func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 		if st.levelAt.IsZero() { // published by a version that did not read the level again
 			st.levelAt = last.Began
 		}
-		st.ctl.rate = min(max(last.Rate, st.ctl.floor), st.ctl.ceiling)
+		rate := last.Rate
+		if last.Reason == reasonReadingLevel && last.Held > 0 { // carry on with the read
+			st.reading, rate = last.Reading, last.Held
+		}
+		st.ctl.rate = min(max(rate, st.ctl.floor), st.ctl.ceiling)
 		st.ctl.spread = max(1, last.Spread)
 		st.ctl.aim = st.ctl.usersAim()
 	} else {
@@ -222,11 +226,11 @@ func (p *pacer) publishPace(ctx context.Context, pc pace) {
 // levelSettle and levelRead and reads their p99 over the last levelRead (signals.relevel). Once
 // the level is read the drain goes back to the rate the controller had, and the controller steps
 // again a signal window later, when its window no longer holds the floor; its throughput is
-// measured from then, so the floor's low throughput does not clamp the rate. It says whether it
-// published the pace of this step. Without the users' level (the database's signal) there is
-// nothing to read.
+// measured from then, so the floor's low throughput does not clamp the rate, and the spread from
+// then, its readings read against the old level. It says whether it published the pace of this
+// step. A controller steering by the database's signal (too few requests) reads no level.
 func (p *pacer) readLevel(ctx context.Context, st *steering, now time.Time) bool {
-	if st.signals.baseline <= 0 {
+	if st.signals.baseline <= 0 || (st.reading.IsZero() && st.ctl.source != sourceUsers) {
 		return false
 	}
 	if st.reading.IsZero() {
@@ -240,12 +244,13 @@ func (p *pacer) readLevel(ctx context.Context, st *steering, now time.Time) bool
 	read := p.cfg.scaled(levelRead)
 	if now.Sub(st.reading) < p.cfg.scaled(levelSettle)+read {
 		pc := st.pace(p, now)
-		pc.Rate, pc.Reason = st.ctl.floor, reasonReadingLevel
+		pc.Rate, pc.Reason, pc.Reading, pc.Held = st.ctl.floor, reasonReadingLevel, st.reading, st.ctl.rate
 		p.publishPace(ctx, pc)
 		return true
 	}
 	st.signals.relevel(ctx, now.Add(-read), now)
 	st.levelAt, st.reading, st.claims = now, time.Time{}, nil
+	st.readings, st.spreadNext = nil, time.Time{} // read against the old level
 	st.ctl.resume(now)
 	st.next = now.Add(st.signals.window)
 	p.publishPace(ctx, st.pace(p, now))
@@ -284,7 +289,9 @@ func (st *steering) spread(ctx context.Context, now time.Time, signal float64) f
 	return max(1, long/ratios[len(ratios)/2])
 }
 
-// throughput is the deployment's claims per second over the last window, from the shared count.
+// throughput is the deployment's claims per second over the last window, from the shared count;
+// 0 (unknown) until the count spans half a window: over a few seconds, claimed a batch at a time,
+// it reads the drain short of its rate, and the headroom clamp would cut a rate it can reach.
 func (st *steering) throughput(now time.Time, total int64) float64 {
 	st.claims = append(st.claims, claimMark{now, total})
 	cut := 0
@@ -293,8 +300,8 @@ func (st *steering) throughput(now time.Time, total int64) float64 {
 	}
 	st.claims = st.claims[cut:]
 	first := st.claims[0]
-	if secs := now.Sub(first.at).Seconds(); secs > 0 {
-		return float64(total-first.total) / secs
+	if span := now.Sub(first.at); span >= st.signals.window/2 {
+		return float64(total-first.total) / span.Seconds()
 	}
 	return 0
 }
