@@ -152,3 +152,39 @@ func BenchmarkHotContentAdd(b *testing.B) {
 		}
 	}
 }
+
+// TestHotContentTopCountsPastStaleRanks: the ranking holds each content's count as of its last
+// create. 150 contents ranked at 3 clients whose marks have all aged out stand before one created
+// by 2 clients since: Top counts past them, more than one recount's worth, to find it, and drops
+// them from the ranking.
+func TestHotContentTopCountsPastStaleRanks(t *testing.T) {
+	t.Parallel()
+	cachetest.ForEach(t, func(t *testing.T, kind cachetest.Kind) {
+		ctx := context.Background()
+		c, prefix := cachetest.NewOf(t, kind, slog.New(slog.DiscardHandler))
+		const window = 700 * time.Millisecond
+		hot := c.NewHotContent(window)
+		add := func(content string, clients int) {
+			hash := sha256.Sum256([]byte(content))
+			for i := range clients {
+				if _, err := hot.Add(ctx, hash[:], fmt.Sprintf("203.0.113.%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for i := range 150 {
+			add(fmt.Sprintf("stale %d", i), 3)
+		}
+		time.Sleep(window + 200*time.Millisecond)
+		add("fresh", 2)
+		top, err := hot.Top(ctx, 1)
+		fresh := sha256.Sum256([]byte("fresh"))
+		if err != nil || len(top) != 1 || !bytes.Equal(top[0].Hash, fresh[:]) || top[0].Clients != 2 {
+			t.Fatalf("top 1 behind 150 stale ranks: %+v, %v; want the fresh content, 2 clients", top, err)
+		}
+		rdb := cachetest.ClientOf(t, kind)
+		if n, err := rdb.ZCard(ctx, prefix+"hot:{hot}:top").Result(); err != nil || n != 1 {
+			t.Errorf("the ranking holds %d contents after the recount, %v; want 1", n, err)
+		}
+	})
+}
