@@ -132,8 +132,9 @@ func (p *pacer) follow(ctx context.Context) {
 
 // takeOver takes the controller's lease if nobody holds it and returns the steering, or nil. A
 // pace published lately is a drain going on: the new controller starts from its rate and keeps
-// its baseline, and with a read of the users' level under way (readLevel). Otherwise the drain begins now, at the floor, and the users' p99 of the minutes
-// before (from afterDrain past the last pace, where that is later) is its baseline.
+// its baseline, and carries on with a read of the users' level under way (readLevel). Otherwise
+// the drain begins now, at the floor, and the users' p99 of the minutes before (from afterDrain
+// past the last pace, where that is later) is its baseline.
 func (p *pacer) takeOver(ctx context.Context, now time.Time) *steering {
 	var release func()
 	if p.shared.Controller != nil {
