@@ -21,8 +21,8 @@ type Pacing struct {
 	Mode    string  // PacingOff or PacingAuto
 	MaxRate float64 // pastes/s, a ceiling in every mode; 0: none
 	MinRate float64 // pastes/s the automatic pacing never goes below
-	// LatencyBudget is how far the users' p99 may rise over its level before the drain, as a ratio
-	// (auto): 1.5 lets it grow by half.
+	// LatencyBudget is how far the users' p99 may rise over their level (before the drain, and read
+	// again every levelEvery of it), as a ratio (auto): 1.5 lets it grow by half.
 	LatencyBudget float64
 
 	// timeScale multiplies every time of the controller's (its window, its tick, how fast it climbs)

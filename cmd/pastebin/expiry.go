@@ -61,7 +61,7 @@ func (c *expiryConfig) registerPacing(fs *flag.FlagSet, d expiry.Pacing) {
 	fs.StringVar(&c.pacing.Mode, "cleanup-pacing", d.Mode, `"auto": the drain runs as fast as keeps the users' p99 within -cleanup-latency-budget; "off": only -cleanup-max-rate`)
 	fs.Var((*pastesPerSecond)(&c.pacing.MaxRate), "cleanup-max-rate", "most expired pastes per second the whole deployment's drain claims, every replica together, in every pacing mode; empty or 0: no limit")
 	fs.Var((*pastesPerSecond)(&c.pacing.MinRate), "cleanup-min-rate", "automatic pacing never slows the whole deployment's drain below this many pastes per second")
-	fs.Float64Var(&c.pacing.LatencyBudget, "cleanup-latency-budget", d.LatencyBudget, "automatic pacing keeps the users' p99 under this many times its level before the drain")
+	fs.Float64Var(&c.pacing.LatencyBudget, "cleanup-latency-budget", d.LatencyBudget, "automatic pacing keeps the users' p99 under this many times their level (read before the drain, and again every 20 minutes of it)")
 	fs.StringVar(&c.pacingTarget, "cleanup-pacing-target", "", "no longer used, and warned about at start-up: the pacing steers by the users' latency (-cleanup-latency-budget)")
 }
 
