@@ -40,12 +40,11 @@ const (
 )
 
 // signals gives the controller its signal: the users' p99 over their level (before the drain, and
-// read again every levelEvery of it), read
-// from every replica's latency windows, or, where too few requests come to judge by (the CLI, an
-// idle night), the finishing transaction's latency over its own recent low (its first quartile
-// over the last minutes). Both are ratios, 1 for no change: the second cancels what the table's
-// size makes that latency, as TCP Vegas and Netflix's gradient limiter compare a round trip with
-// the shortest ones seen lately.
+// read again every levelEvery of it), read from every replica's latency windows, or, where too few
+// requests come to judge by (the CLI, an idle night), the finishing transaction's latency over its
+// own recent low (its first quartile over the last minutes). Both are ratios, 1 for no change: the
+// second cancels what the table's size makes that latency, as TCP Vegas and Netflix's gradient
+// limiter compare a round trip with the shortest ones seen lately.
 type signals struct {
 	users    latencySource // nil: none
 	window   time.Duration
@@ -104,8 +103,8 @@ func (s *signals) read(ctx context.Context, now time.Time) (ratio float64, sourc
 	return 0, sourceDatabase, false
 }
 
-// usersOver is the users' p99 over (from, to] against their level; ok is false
-// when it is unknown or too few requests came.
+// usersOver is the users' p99 over (from, to] against their level; ok is false when it is unknown
+// or too few requests came.
 func (s *signals) usersOver(ctx context.Context, from, to time.Time) (ratio float64, ok bool) {
 	if s.users == nil || s.baseline <= 0 {
 		return 0, false
