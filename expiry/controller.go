@@ -78,7 +78,7 @@ const (
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
-// to its own level before the drain (1: no change). It works on the logarithm of the rate: under
+// to its own level (1: no change). It works on the logarithm of the rate: under
 // its aim the rate grows in proportion to the headroom left (an integral law: where the plant is
 // flat, that is a steady exponential climb), between the aim and the budget it eases off the same
 // way, and past the budget it cuts at once by aim/signal, and again every third of a signal window

@@ -405,18 +405,9 @@ func TestPacingBaselineLeavesOutTheLastDrain(t *testing.T) {
 func TestPacingRecoversFromTheDaysStall(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(5) {
-		pl := measuredPlant(seed)
-		s := newSimulation(t, pl, 2, autoPacing())
-		baseline := s.p99(s.now.Add(-baselineSpan), s.now)
-		s.run(6 * time.Minute)
+		pl, s, baseline := drainingOnTheFront(t, seed)
 		before := pl.meanRate(s.now.Add(-time.Minute), s.now)
-		from, to := s.now, s.now.Add(3*time.Minute)
-		pl.day = func(at time.Time) float64 {
-			if at.After(from) && at.Before(to) {
-				return 2
-			}
-			return 1
-		}
+		pl.day = dayBetween(s.now, s.now.Add(3*time.Minute), 2)
 		s.run(3 * time.Minute)
 		if r := s.rate(); r > 1.5*autoPacing().MinRate {
 			t.Errorf("seed %d: at the stall's end the rate is %.0f, want near the floor", seed, r)
@@ -443,16 +434,8 @@ func TestPacingReadsTheLevelAgain(t *testing.T) {
 	t.Parallel()
 	for _, shift := range []float64{1.6, 0.6} {
 		for seed := range uint64(3) {
-			pl := measuredPlant(seed)
-			s := newSimulation(t, pl, 2, autoPacing())
-			s.run(6 * time.Minute)
-			from := s.now
-			pl.day = func(at time.Time) float64 {
-				if at.After(from) {
-					return shift
-				}
-				return 1
-			}
+			pl, s, _ := drainingOnTheFront(t, seed)
+			pl.day = dayBetween(s.now, time.Time{}, shift)
 			s.run(levelEvery - 6*time.Minute - 2*time.Second)
 			before := s.rate()
 			s.run(levelSettle + levelRead)
@@ -485,10 +468,7 @@ func TestPacingReadsTheLevelAgain(t *testing.T) {
 func TestPacingKeepsTheKneeOfItsOwnCollapse(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(5) {
-		pl := measuredPlant(seed)
-		s := newSimulation(t, pl, 2, autoPacing())
-		baseline := s.p99(s.now.Add(-baselineSpan), s.now)
-		s.run(6 * time.Minute)
+		pl, s, baseline := drainingOnTheFront(t, seed)
 		for i := range pl.front {
 			pl.front[i].rate /= 12
 		}
@@ -528,4 +508,15 @@ func TestPacingTakeoverDuringALevelRead(t *testing.T) {
 	if r := s.rate(); math.Abs(r-pc.Held) > 0.01*pc.Held || s.live()[0].p.current.Reason == reasonReadingLevel {
 		t.Errorf("as the read begun before the takeover ends, the rate is %.0f (%s), want the %.0f held", r, s.live()[0].p.current.Reason, pc.Held)
 	}
+}
+
+// drainingOnTheFront starts a drain of two replicas on the measured front of seed and runs it six
+// minutes, past its first climb and cuts; it returns the plant, the simulation and the users' p99
+// over the span before the drain.
+func drainingOnTheFront(t *testing.T, seed uint64) (*plant, *simulation, float64) {
+	pl := measuredPlant(seed)
+	s := newSimulation(t, pl, 2, autoPacing())
+	baseline := s.p99(s.now.Add(-baselineSpan), s.now)
+	s.run(6 * time.Minute)
+	return pl, s, baseline
 }

@@ -44,6 +44,17 @@ type plant struct {
 	history []ratePoint
 }
 
+// dayBetween is a day whose own latency is factor times its level over (from, to), and its level
+// otherwise; a zero to: from then on.
+func dayBetween(from, to time.Time, factor float64) func(time.Time) float64 {
+	return func(at time.Time) float64 {
+		if at.After(from) && (to.IsZero() || at.Before(to)) {
+			return factor
+		}
+		return 1
+	}
+}
+
 type ratePoint struct {
 	at   time.Time
 	rate float64
