@@ -75,6 +75,13 @@ const (
 	// drain's (controller.excuseTheDrain). Two windows: the users' p99 over a window answers the
 	// rate some 20 s late, so after one window at the floor it still holds the rates before it.
 	excuseAfter = 2 * controllerWindow
+	// flatShare: a cut from a rate under this multiple of the floor leaves the knee where it was.
+	// The measured fronts are flat from the floor to about five times it (1.1 up to 1,000 pastes/s
+	// at a million; 1.08 at 1,001 in run R), so a signal over the budget there is the day's: a drain
+	// starting on cold pages, a stall. In run R (docs/heavyday-10m-r.md) a cut at 261 pastes/s in
+	// the window's first minutes left the knee there, and the drain climbed from it at the
+	// probe's pace: under 500 pastes/s for four minutes, near the crossing only after eight.
+	flatShare = 4
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
@@ -157,13 +164,17 @@ func (c *controller) step(now time.Time, signal float64, source string, ok bool,
 	return c.rate
 }
 
-// cut cuts the rate by aim/signal, deepestCut at most, and leaves the knee there.
+// cut cuts the rate by aim/signal, deepestCut at most, and leaves the knee there, unless the cut
+// came from where the plant is flat (flatShare).
 func (c *controller) cut(now time.Time, signal, aim float64) {
 	if now.Sub(c.lastCut) > c.scale(seriesGap) {
 		c.before = c.rate
 	}
+	from := c.rate
 	c.rate *= max(deepestCut, aim/signal)
-	c.knee = c.rate
+	if from >= flatShare*c.floor {
+		c.knee = c.rate
+	}
 	c.holdUntil, c.lastCut = now.Add(c.window/holdShare), now
 	c.reason = reasonOverBudget
 }
