@@ -14,8 +14,9 @@ import (
 // LatencyWindow is how long each window of LatencyWindows is.
 const LatencyWindow = 2 * time.Second
 
-// latencyKeep is how long a window is kept in Redis: long enough for a level before a drain.
-const latencyKeep = 10 * time.Minute
+// latencyKeep is how long a window is kept in Redis: long enough for a level before a drain (ten
+// minutes, expiry's baselineSpan) and some more.
+const latencyKeep = 12 * time.Minute
 
 // LatencyBounds are the upper bounds, in seconds, of the buckets latencies are counted in: fine
 // from a fraction of a millisecond to a second (a p99 read from them is within about 12% of the

@@ -127,7 +127,7 @@ const drainersTTL = 10 * time.Second
 // paceTTL is how long the controller's pace outlives its last update in Redis: longer than the
 // span before a drain that its level is read over (expiry, baselineSpan), so a drain begun within
 // it knows when the last one was and leaves it out.
-const paceTTL = 10 * time.Minute
+const paceTTL = 12 * time.Minute
 
 // newExpirer builds the cleanup subsystem over svc, pacing its drain with every replica through
 // Redis; users, when not nil, are this process's users' latencies for the pacing's signal.
