@@ -76,23 +76,25 @@ const (
 	// rate some 20 s late, so after one window at the floor it still holds the rates before it.
 	excuseAfter = 2 * controllerWindow
 	// flatShare: a cut from a rate under this multiple of the floor leaves the knee where it was.
-	// The measured fronts are flat from the floor to about five times it (1.1 up to 1,000 pastes/s
-	// at a million; 1.08 at 1,001 in run R), so a signal over the budget there is the day's: a drain
-	// starting on cold pages, a stall. In run R (docs/heavyday-10m-r.md) a cut at 261 pastes/s in
-	// the window's first minutes left the knee there, and the drain climbed from it at the
-	// probe's pace: under 500 pastes/s for four minutes, near the crossing only after eight.
+	// At a million the front was flat from the floor to about five times it (1.1 up to 1,000
+	// pastes/s), so a signal over the budget there is taken for the day's: a drain starting on cold
+	// pages, a stall. At ten million the steps there are as noisy as the day (1.53 at 266 and 1.08
+	// at 1,001 in run R; 1.32 at 249 and 1.79 at 1,013 in run S), which neither confirms nor
+	// refutes it; the rule is proven in simulation only. In run R (docs/heavyday-10m-r.md) a cut at
+	// 261 pastes/s in the window's first minutes left the knee there, and the drain climbed from it
+	// at the probe's pace: under 500 pastes/s for four minutes, near the crossing only after eight.
 	flatShare = 4
 )
 
 // controller sets the drain's rate for the whole deployment from one signal: a latency as a ratio
-// to its own level (1: no change). It works on the logarithm of the rate: under
-// its aim the rate grows in proportion to the headroom left (an integral law: where the plant is
-// flat, that is a steady exponential climb), between the aim and the budget it eases off the same
-// way, and past the budget it cuts at once by aim/signal, and again every third of a signal window
-// while the signal stays past it. It remembers the rate the cut left (the knee) and climbs slowly
-// from there, so the limit settles under the rate that broke the budget instead of sawing across
-// it. It never leaves [floor, ceiling], nor runs further than headroom above what the drain
-// achieves; so it never stops the drain.
+// to its own level (1: no change). It works on the logarithm of the rate: under its aim the rate
+// grows in proportion to the headroom left (an integral law: where the plant is flat, that is a
+// steady exponential climb), between the aim and the budget it eases off the same way, and past the
+// budget it cuts at once by aim/signal, and again every third of a signal window while the signal
+// stays past it. It remembers the rate the cut left (the knee) and climbs slowly from there, so the
+// limit settles under the rate that broke the budget instead of sawing across it. It never leaves
+// [floor, ceiling], nor runs further than headroom above what the drain achieves; so it never stops
+// the drain.
 type controller struct {
 	budget         float64 // a ratio: the users' (LatencyBudget)
 	floor, ceiling float64 // pastes/s; ceiling +Inf: none
